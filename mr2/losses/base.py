@@ -1,0 +1,29 @@
+"""What every loss of the project returns, and the interface the training loop relies on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+
+@dataclass
+class LossOutput:
+    """``total`` is what the optimiser minimises; ``parts`` are detached scalars for logging."""
+
+    total: torch.Tensor
+    parts: dict[str, torch.Tensor] = field(default_factory=dict)
+
+
+class ClassLoss(nn.Module):
+    """Base of all losses: ``forward(logits, features, targets) -> LossOutput``.
+
+    ``logits`` are (B, K), ``features`` the penultimate features φ(x) (B, D) and ``targets``
+    the labels (B,). Losses that keep state (running statistics) keep it in buffers and only
+    update it in training mode. ``class_summary`` returns per-class tensors (length K) worth
+    logging every epoch, e.g. a_k and γ_k; an empty dict when the loss has none.
+    """
+
+    def class_summary(self) -> dict[str, torch.Tensor]:
+        return {}

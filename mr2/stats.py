@@ -1,0 +1,180 @@
+"""Class statistics of penultimate features (PAPER.md, "Notation").
+
+Symbols, each computed by exactly one function below:
+
+- μ̂_k          running mean feature of class k                   (``ClassStats.mean``)
+- ‖μ̂_k‖_p²      its squared L_p norm                              (``ClassStats.mean_sq_norm``)
+- ‖ŝ_k‖_p²      mean squared L_p deviation (1/n_k)Σ‖φ(x) − μ̂_k‖_p² (``ClassStats.spread``)
+- a_k          variability ‖μ̂_k‖_p² + ‖ŝ_k‖_p²                    (``ClassStats.variability``)
+- s̄            (1/K) Σ_k ‖ŝ_k‖²  (L2, the units of the distances)  (``ClassStats.s_bar``)
+
+Estimator (documented choice; the paper does not publish one)
+-------------------------------------------------------------
+Each batch is summarised per class by its exact moments (``class_moments``): the count n_k,
+the batch class mean m_k and the within-batch mean squared deviation v_k. These are merged
+into the running state with a per-class mixing rate r_k, using the exact formula for the
+mean and mean squared deviation of a two-part mixture:
+
+    μ̂_k ← (1 − r_k) μ̂_k + r_k m_k
+    ŝ²_k ← (1 − r_k) ŝ²_k + r_k v_k + r_k (1 − r_k) ‖m_k − μ̂_k‖²
+
+The last term is what makes the estimator consistent when a batch holds one sample of a
+class (CIFAR-100 at batch 128): v_k is then 0, but the sample's distance from the running
+mean carries the spread. With p = 2 the merge is exact, so ‖μ̂_k‖² + ‖ŝ_k‖² equals the
+running mean of ‖φ(x)‖² (the identity in PAPER.md) and a_k is unbiased for the class's
+second moment. For p ≠ 2 the same merge is applied to L_p norms (an approximation).
+
+Momentum β is *per sample of the class*: r_k = max(n_k / (c_k + n_k), 1 − β^{n_k}), where c_k
+counts the samples of class k seen so far. The first term makes the state the exact
+running average while a class has been seen fewer than ~1/(1 − β) times (no bias towards
+the zero initialisation); afterwards it is an exponential average over the class's last
+~1/(1 − β) samples, whatever the batch size or the number of classes. Classes absent from
+a batch have n_k = 0, so r_k = 0 and their state is kept.
+
+Unseen classes (c_k = 0): ``variability`` gives them the mean a of the seen classes, so
+their margin is the average one and they do not shift the others' share of the budget;
+``s_bar`` averages over seen classes only. Before any class is seen a = 0 everywhere and
+``optimal_margins`` falls back to uniform margins.
+
+The state lives in buffers (saved in ``state_dict``, moved by ``.to(device)``), is updated
+under ``torch.no_grad`` and only in training mode: in ``eval()`` mode ``update`` does nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+Reduce = Callable[[torch.Tensor], torch.Tensor]
+
+
+def lp_sq_norm(x: torch.Tensor, p: float = 2.0) -> torch.Tensor:
+    """Squared L_p norm along the last dimension: ‖x‖_p² = (Σ_i |x_i|^p)^{2/p}."""
+    if p == 2.0:
+        return x.pow(2).sum(-1)
+    return x.abs().pow(p).sum(-1).pow(2.0 / p)
+
+
+def class_moments(
+    features: torch.Tensor,
+    targets: torch.Tensor,
+    num_classes: int,
+    p: float = 2.0,
+    reduce: Reduce | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Exact per-class moments of a set of features, with 1/n normalisation.
+
+    Returns (n, m, v, v2): counts n_k, class means m_k = (1/n_k)Σ φ(x), and mean squared
+    deviations v_k = (1/n_k) Σ ‖φ(x) − m_k‖_p² and v2_k, the same in L2. Classes with
+    n_k = 0 get zeros. Vectorised with ``index_add_``; no loop over classes.
+
+    ``reduce`` (e.g. a summing all-reduce over data-parallel ranks) is applied to the
+    per-class sums so that every rank obtains the moments of the global batch.
+    """
+    features = features.detach().float()
+    targets = targets.detach()
+    k, d = num_classes, features.shape[1]
+    sums = torch.zeros(k, d + 1, device=features.device, dtype=features.dtype)
+    ones = torch.ones(features.shape[0], 1, device=features.device, dtype=features.dtype)
+    sums.index_add_(0, targets, torch.cat([features, ones], dim=1))
+    if reduce is not None:
+        sums = reduce(sums)
+    n = sums[:, d]
+    m = sums[:, :d] / n.clamp_min(1).unsqueeze(1)
+    diff = features - m[targets]
+    dev = torch.stack([lp_sq_norm(diff, p), lp_sq_norm(diff, 2.0)], dim=1)
+    dev_sums = torch.zeros(k, 2, device=features.device, dtype=features.dtype)
+    dev_sums.index_add_(0, targets, dev)
+    if reduce is not None:
+        dev_sums = reduce(dev_sums)
+    v = dev_sums / n.clamp_min(1).unsqueeze(1)
+    return n, m, v[:, 0], v[:, 1]
+
+
+class ClassStats(nn.Module):
+    """Running per-class feature statistics μ̂_k, ‖ŝ_k‖_p², a_k and s̄ (see module docstring).
+
+    Args:
+        num_classes: K.
+        feature_dim: D, the width of φ(x).
+        p: the norm of ‖μ̂_k‖_p and ‖ŝ_k‖_p (2 by default; PAPER.md suggests p ≠ 2 for
+            L2-normalised features, where every a_k would otherwise be 1).
+        momentum: β, per sample of a class (see module docstring), in [0, 1).
+        reduce: optional summing all-reduce for data-parallel training.
+    """
+
+    def __init__(
+        self,
+        num_classes: int,
+        feature_dim: int,
+        p: float = 2.0,
+        momentum: float = 0.99,
+        reduce: Reduce | None = None,
+    ) -> None:
+        super().__init__()
+        if num_classes < 1 or feature_dim < 1:
+            raise ValueError(f"ClassStats needs num_classes >= 1 and feature_dim >= 1, got {num_classes}, {feature_dim}")
+        if not p >= 1.0:
+            raise ValueError(f"ClassStats: p must be >= 1 (a norm), got p={p}")
+        if not 0.0 <= momentum < 1.0:
+            raise ValueError(f"ClassStats: momentum must be in [0, 1), got momentum={momentum}")
+        self.num_classes, self.feature_dim = num_classes, feature_dim
+        self.p, self.momentum, self.reduce = float(p), float(momentum), reduce
+        self.register_buffer("count", torch.zeros(num_classes))
+        self.register_buffer("mean", torch.zeros(num_classes, feature_dim))
+        self.register_buffer("sq_dev", torch.zeros(num_classes))
+        self.register_buffer("sq_dev_l2", torch.zeros(num_classes))
+
+    @torch.no_grad()
+    def update(self, features: torch.Tensor, targets: torch.Tensor) -> None:
+        """Merge one batch into the running state (training mode only; see module docstring)."""
+        if not self.training:
+            return
+        if features.shape[1] != self.feature_dim:
+            raise ValueError(f"ClassStats: features have dim {features.shape[1]}, expected {self.feature_dim}")
+        n, m, v, v2 = class_moments(features, targets, self.num_classes, self.p, self.reduce)
+        rate = torch.maximum(n / (self.count + n).clamp_min(1), 1 - self.momentum ** n)
+        rate = torch.where(n > 0, rate, torch.zeros_like(rate))
+        delta = m - self.mean
+        r = rate.unsqueeze(1)
+        self.mean.add_(r * delta)
+        cross = rate * (1 - rate)
+        self.sq_dev.mul_(1 - rate).add_(rate * v + cross * lp_sq_norm(delta, self.p))
+        self.sq_dev_l2.mul_(1 - rate).add_(rate * v2 + cross * lp_sq_norm(delta, 2.0))
+        self.count.add_(n)
+
+    @property
+    def seen(self) -> torch.Tensor:
+        """Boolean mask of the classes seen at least once."""
+        return self.count > 0
+
+    def mean_sq_norm(self) -> torch.Tensor:
+        """‖μ̂_k‖_p², per class (0 for unseen classes)."""
+        return lp_sq_norm(self.mean, self.p)
+
+    def spread(self) -> torch.Tensor:
+        """‖ŝ_k‖_p² = (1/n_k) Σ_{x∈D_k} ‖φ(x) − μ̂_k‖_p², per class (0 for unseen classes)."""
+        return self.sq_dev
+
+    def variability(self) -> torch.Tensor:
+        """a_k = ‖μ̂_k‖_p² + ‖ŝ_k‖_p²; unseen classes get the mean a of the seen ones."""
+        a = self.mean_sq_norm() + self.spread()
+        return impute_unseen(a, self.seen)
+
+    def s_bar(self) -> torch.Tensor:
+        """s̄ = (1/K) Σ_k ‖ŝ_k‖² in L2 (the units of the squared distances it is compared with),
+        averaged over the seen classes; 0 before any class is seen."""
+        return masked_mean(self.sq_dev_l2, self.seen)
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of x over the entries where mask is true; 0 when mask is empty (no host sync)."""
+    w = mask.to(x.dtype)
+    return (x * w).sum() / w.sum().clamp_min(1)
+
+
+def impute_unseen(a: torch.Tensor, seen: torch.Tensor) -> torch.Tensor:
+    """Replace the entries of unseen classes with the mean over seen classes."""
+    return torch.where(seen, a, masked_mean(a, seen))
