@@ -21,9 +21,17 @@ class ClassLoss(nn.Module):
 
     ``logits`` are (B, K), ``features`` the penultimate features φ(x) (B, D) and ``targets``
     the labels (B,). Losses that keep state (running statistics) keep it in buffers and only
-    update it in training mode. ``class_summary`` returns per-class tensors (length K) worth
+    update it in training mode. A loss may own parameters (learned class centres, a
+    projection head): the engine optimises them together with the model's. ``class_summary`` returns per-class tensors (length K) worth
     logging every epoch, e.g. a_k and γ_k; an empty dict when the loss has none.
     """
+
+    #: how many augmented views of each sample the loss wants in one batch (2 for SupCon);
+    #: the engine then passes the views concatenated along the batch, targets repeated.
+    n_views: int = 1
+
+    def on_epoch_start(self, epoch: int) -> None:
+        """Called by the engine before each training epoch (e.g. to reset per-epoch state)."""
 
     def class_summary(self) -> dict[str, torch.Tensor]:
         return {}
