@@ -47,6 +47,8 @@ from typing import Callable
 import torch
 from torch import nn
 
+from .precision import upcast
+
 Reduce = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -73,7 +75,7 @@ def class_moments(
     ``reduce`` (e.g. a summing all-reduce over data-parallel ranks) is applied to the
     per-class sums so that every rank obtains the moments of the global batch.
     """
-    features = features.detach().float()
+    features = upcast(features.detach())
     targets = targets.detach()
     k, d = num_classes, features.shape[1]
     sums = torch.zeros(k, d + 1, device=features.device, dtype=features.dtype)
@@ -134,6 +136,7 @@ class ClassStats(nn.Module):
             return
         if features.shape[1] != self.feature_dim:
             raise ValueError(f"ClassStats: features have dim {features.shape[1]}, expected {self.feature_dim}")
+        features = features.to(self.mean.dtype)
         n, m, v, v2 = class_moments(features, targets, self.num_classes, self.p, self.reduce)
         rate = torch.maximum(n / (self.count + n).clamp_min(1), 1 - self.momentum ** n)
         rate = torch.where(n > 0, rate, torch.zeros_like(rate))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..precision import upcast
+
 
 def logit_margin_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, gamma: torch.Tensor) -> torch.Tensor:
     """ℓ_{γ,ce}(x, y) = −log softmax(z / γ_y)_y, averaged over the batch.
@@ -13,5 +15,6 @@ def logit_margin_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, gamm
     by γ_y of its true class y. ``gamma`` (length K, positive) carries no gradient; with
     γ ≡ 1 this is plain cross-entropy.
     """
-    scale = gamma.detach().to(torch.float32)[targets].unsqueeze(1)
-    return F.cross_entropy(logits.float() / scale, targets)
+    logits = upcast(logits)
+    scale = gamma.detach().to(logits.dtype)[targets].unsqueeze(1)
+    return F.cross_entropy(logits / scale, targets)

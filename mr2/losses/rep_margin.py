@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from ..precision import upcast
+
 
 def pairwise_sq_dists(features: torch.Tensor) -> torch.Tensor:
     """Squared L2 distances ‖φ_i − φ_j‖² of all pairs, (B, B).
@@ -26,9 +28,9 @@ def representation_margin_loss(features: torch.Tensor, targets: torch.Tensor, s_
     no same-class partner contributes ln 1 = 0 but still counts in the average over the batch
     (the objective's 1/N). ``s_bar`` carries no gradient.
     """
-    x = features.float()
+    x = upcast(features)
     b = x.shape[0]
-    d = pairwise_sq_dists(x) - 2.0 * s_bar.detach().float()
+    d = pairwise_sq_dists(x) - 2.0 * s_bar.detach().to(x.dtype)
     same = targets.unsqueeze(0) == targets.unsqueeze(1)
     same.fill_diagonal_(False)
     d = d.masked_fill(~same, float("-inf"))

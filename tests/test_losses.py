@@ -1,0 +1,167 @@
+"""The MR² loss against a slow per-sample reference written from PAPER.md, and the factory."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mr2.losses import MR2Loss, build_loss, logit_margin_cross_entropy, representation_margin_loss, resolve_options
+from mr2.losses.factory import METHODS
+
+
+def reference_margin_ce(logits, y, gamma):
+    """ℓ_{γ,ce}(x, y) = −log softmax(z / γ_y)_y, one sample at a time."""
+    vals = []
+    for i in range(len(y)):
+        z = logits[i] / gamma[y[i]]
+        vals.append(-(z[y[i]] - torch.logsumexp(z, 0)))
+    return torch.stack(vals).mean()
+
+
+def reference_rep(features, y, s_bar):
+    """ℓ_s̄(x, y) = ln[1 + Σ_{x⁺∈D_y\\{x}} exp(‖φ(x) − φ(x⁺)‖² − 2s̄)], averaged over the batch.
+
+    Written in float64 with the exact terms; the sum of exponentials is formed with the largest
+    exponent factored out, which is the identity ln(1+Σe^t) = M + ln(e^{−M} + Σe^{t−M})."""
+    vals = []
+    for i in range(len(y)):
+        ts = [((features[i] - features[j]) ** 2).sum() - 2 * s_bar for j in range(len(y)) if j != i and y[j] == y[i]]
+        if not ts:
+            vals.append(torch.zeros((), dtype=features.dtype))
+            continue
+        t = torch.stack(ts)
+        m = torch.clamp(t.max(), min=0)
+        vals.append(m + torch.log(torch.exp(-m) + torch.exp(t - m).sum()))
+    return torch.stack(vals).mean()
+
+
+BATCHES = {
+    # name: targets (K = 6); covers singletons, absent classes, one-class batches
+    "mixed": [0, 0, 1, 2, 2, 2, 3, 5],
+    "singletons": [0, 1, 2, 3, 4, 5],
+    "one_class": [4, 4, 4, 4, 4],
+    "one_sample": [3],
+}
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("scale", [1e-4, 1e-2, 1.0, 1e2, 1e4])
+def test_vectorised_loss_equals_reference(batch, scale, gen):
+    y = torch.tensor(BATCHES[batch])
+    b, k, d = len(y), 6, 5
+    feats = (torch.randn(b, d, generator=gen, dtype=torch.float64) * scale).requires_grad_()
+    logits = torch.randn(b, k, generator=gen, dtype=torch.float64).requires_grad_()
+    loss = build_loss("mr2", k, d, lam=0.3, c_bar=1.5).double()
+    loss.train()
+    # warm the statistics on other data so that γ and s̄ are non-trivial
+    loss.stats.update(torch.randn(60, d, generator=gen, dtype=torch.float64) * scale, torch.arange(60) % 5)
+    out = loss(logits, feats, y)
+    gamma, s_bar = loss.margins(), loss.stats.s_bar()
+    ref = reference_margin_ce(logits, y, gamma) + 0.3 * reference_rep(feats, y, s_bar)
+    assert torch.isfinite(out.total)
+    assert torch.allclose(out.total, ref, rtol=1e-6, atol=1e-9)
+    g_out = torch.autograd.grad(out.total, (logits, feats), allow_unused=True, materialize_grads=True)
+    g_ref = torch.autograd.grad(ref, (logits, feats), allow_unused=True, materialize_grads=True)
+    for a, r in zip(g_out, g_ref):
+        assert torch.isfinite(a).all()
+        assert torch.allclose(a, r, rtol=1e-5, atol=1e-9 + 1e-6 * r.abs().max().item())
+
+
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 1e4])
+def test_float32_values_and_gradients_are_finite(scale, gen):
+    y = torch.tensor([0, 0, 1, 3, 3, 3, 7])
+    feats = (torch.randn(7, 64, generator=gen) * scale).requires_grad_()
+    logits = (torch.randn(7, 10, generator=gen) * scale).requires_grad_()
+    loss = build_loss("mr2", 10, 64)
+    loss.train()
+    out = loss(logits, feats, y)
+    out.total.backward()
+    assert torch.isfinite(out.total) and torch.isfinite(feats.grad).all() and torch.isfinite(logits.grad).all()
+
+
+def test_rep_loss_is_zero_without_same_class_pairs_and_counts_every_sample():
+    feats = torch.randn(4, 3)
+    assert representation_margin_loss(feats, torch.arange(4), torch.tensor(0.0)) == 0
+    # one pair at squared distance 2s̄ among 4 samples: each of the two contributes ln 2
+    feats = torch.tensor([[0.0, 0.0], [1.0, 0.0], [5.0, 5.0], [-5.0, 5.0]])
+    val = representation_margin_loss(feats, torch.tensor([0, 0, 1, 2]), torch.tensor(0.5))
+    assert math.isclose(val.item(), 2 * math.log(2) / 4, rel_tol=1e-6)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 20), st.integers(1, 64), st.integers(0, 10_000), st.floats(1e-2, 1e2))
+def test_uniform_c1_lambda0_is_cross_entropy(k, b, seed, scale):
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(b, k, generator=g) * scale
+    y = torch.randint(0, k, (b,), generator=g)
+    loss = build_loss("mr2_uniform", k, 4, c_bar=1.0, lam=0.0)
+    loss.train()
+    out = loss(logits, torch.randn(b, 4, generator=g), y)
+    assert torch.allclose(out.total, F.cross_entropy(logits, y), rtol=1e-6, atol=1e-6)
+
+
+def test_margin_ce_gamma_one_is_cross_entropy(gen):
+    logits, y = torch.randn(9, 4, generator=gen), torch.randint(0, 4, (9,), generator=gen)
+    assert torch.allclose(logit_margin_cross_entropy(logits, y, torch.ones(4)), F.cross_entropy(logits, y))
+
+
+def test_ablations_do_what_their_names_say(gen):
+    y = torch.tensor([0, 0, 1, 1, 2])
+    feats, logits = torch.randn(5, 3, generator=gen) * torch.tensor([1.0, 5.0, 0.1]), torch.randn(5, 3, generator=gen)
+    for name in ("mr2", "mr2_uniform", "mr2_no_rep"):
+        loss = build_loss(name, 3, 3, c_bar=2.0)
+        loss.train()
+        out = loss(logits, feats, y)
+        gamma = loss.margins()
+        assert torch.isclose(gamma.mean(), torch.tensor(2.0))
+        if name == "mr2_uniform":
+            assert torch.equal(gamma, torch.full((3,), 2.0))
+        else:
+            assert gamma.std() > 0
+        assert (out.parts["rep"] == 0) == (name == "mr2_no_rep")
+
+
+def test_statistics_are_not_updated_in_eval_mode(gen):
+    loss = build_loss("mr2", 3, 2)
+    loss.eval()
+    loss(torch.randn(4, 3, generator=gen), torch.randn(4, 2, generator=gen), torch.tensor([0, 1, 2, 0]))
+    assert loss.stats.count.sum() == 0
+
+
+def test_erm_is_cross_entropy(gen):
+    logits, y = torch.randn(9, 4, generator=gen), torch.randint(0, 4, (9,), generator=gen)
+    out = build_loss("erm", 4, 8)(logits, torch.randn(9, 8), y)
+    assert torch.equal(out.total, F.cross_entropy(logits, y))
+
+
+def test_class_summary_has_per_class_entries():
+    loss = build_loss("mr2", 5, 3)
+    summary = loss.class_summary()
+    assert {"a", "gamma", "s_bar"} <= set(summary) and all(v.shape == (5,) for v in summary.values())
+
+
+@pytest.mark.parametrize(
+    "method, options, message",
+    [
+        ("mr3", {}, "unknown method 'mr3'"),
+        ("erm", {"lam": 0.1}, "'erm' does not take option 'lam'"),
+        ("mr2_no_rep", {"lam": 0.5}, "fixes lam"),
+        ("mr2", {"lambda": 0.5}, "option 'lambda'"),
+        ("mr2", {"c_bar": 0.0}, "c_bar"),
+        ("mr2", {"lam": -1.0}, "lam"),
+        ("mr2", {"p": 0.5}, "p must be"),
+        ("mr2", {"momentum": 1.5}, "momentum"),
+    ],
+)
+def test_factory_rejects_invalid_names_and_options(method, options, message):
+    with pytest.raises(ValueError, match=message):
+        build_loss(method, 4, 3, **options)
+
+
+def test_factory_defaults_are_resolved_and_visible():
+    assert resolve_options("mr2", {"lam": 0.5})["lam"] == 0.5
+    assert {"erm", "mr2", "mr2_uniform", "mr2_no_rep"} <= set(METHODS)
+    assert isinstance(build_loss("mr2_no_rep", 4, 3), MR2Loss) and build_loss("mr2_no_rep", 4, 3).lam == 0.0

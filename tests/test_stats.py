@@ -1,0 +1,172 @@
+"""Running class statistics: identity, convergence, buffers, eval mode, unseen classes."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mr2.stats import ClassStats, class_moments, lp_sq_norm
+
+
+def slow_moments(x, y, k, p):
+    """Per-class reference, straight from the definitions (a Python loop is fine in a test)."""
+    n, m, v = (torch.zeros(k, dtype=x.dtype), torch.zeros(k, x.shape[1], dtype=x.dtype), torch.zeros(k, dtype=x.dtype))
+    for c in range(k):
+        xc = x[y == c]
+        if len(xc):
+            n[c] = len(xc)
+            m[c] = xc.mean(0)
+            v[c] = torch.stack([torch.linalg.vector_norm(r - m[c], ord=p) ** 2 for r in xc]).mean()
+    return n, m, v
+
+
+@pytest.mark.parametrize("p", [2.0, 3.0, 5.0])
+def test_class_moments_match_reference(p, gen):
+    x = torch.randn(40, 6, generator=gen, dtype=torch.float64) * 3 + 1
+    y = torch.randint(0, 7, (40,), generator=gen)
+    n, m, v, v2 = class_moments(x, y, 7, p)
+    rn, rm, rv = slow_moments(x, y, 7, p)
+    assert torch.equal(n, rn)
+    assert torch.allclose(m, rm, atol=1e-5)
+    assert torch.allclose(v, rv, rtol=1e-4)
+    assert torch.allclose(v2, slow_moments(x, y, 7, 2.0)[2], rtol=1e-4)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 8), st.integers(1, 16), st.integers(0, 10_000), st.floats(1e-3, 1e3))
+def test_l2_identity_mean_plus_spread_is_second_moment(k, d, seed, scale):
+    """‖μ̂_k‖² + ‖ŝ_k‖² = (1/n_k) Σ_{x∈D_k} ‖φ(x)‖² (PAPER.md, Notation)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(64, d, generator=g, dtype=torch.float64) * scale
+    y = torch.randint(0, k, (64,), generator=g)
+    n, m, v, _ = class_moments(x, y, k)
+    second = torch.zeros(k, dtype=x.dtype).index_add_(0, y, x.pow(2).sum(1)) / n.clamp_min(1)
+    assert torch.allclose(lp_sq_norm(m) + v, second, rtol=1e-9)
+
+
+def test_running_identity_holds_for_the_streaming_estimator(gen):
+    """With p = 2 the merge is exact: a_k equals the running mean of ‖φ‖² of the same stream."""
+    k, d = 5, 4
+    st_ = ClassStats(k, d, momentum=0.9).double()
+    st_.train()
+    second = torch.zeros(k, dtype=torch.float64)
+    count = torch.zeros(k, dtype=torch.float64)
+    for _ in range(50):
+        x = torch.randn(7, d, generator=gen, dtype=torch.float64) * 2 + 1
+        y = torch.randint(0, k, (7,), generator=gen)
+        n = torch.bincount(y, minlength=k).double()
+        batch_second = torch.zeros(k, dtype=torch.float64).index_add_(0, y, x.pow(2).sum(1)) / n.clamp_min(1)
+        rate = torch.maximum(n / (count + n).clamp_min(1), 1 - 0.9**n)
+        rate = torch.where(n > 0, rate, torch.zeros_like(rate))
+        second = (1 - rate) * second + rate * batch_second
+        count += n
+        st_.update(x, y)
+    assert torch.allclose(st_.mean_sq_norm() + st_.spread(), second, rtol=1e-10)
+
+
+def test_estimator_converges_with_one_sample_per_class_per_batch(gen):
+    """A stream from a known Gaussian mixture, ~1 sample per class per batch (CIFAR-100 at 128)."""
+    k, d = 100, 8
+    means = torch.randn(k, d, generator=gen) * 2
+    sigmas = torch.linspace(0.5, 2.0, k)  # per-dimension std; ‖s_k‖² = d·σ_k²
+    stats = ClassStats(k, d, momentum=0.995)
+    stats.train()
+    for _ in range(4000):
+        y = torch.randint(0, k, (128,), generator=gen)
+        x = means[y] + sigmas[y].unsqueeze(1) * torch.randn(128, d, generator=gen)
+        stats.update(x, y)
+    true_spread = d * sigmas**2
+    rel_spread = (stats.spread() - true_spread).abs() / true_spread
+    assert rel_spread.mean() < 0.08, rel_spread.mean()
+    assert (stats.mean - means).norm(dim=1).mean() < 0.4
+    true_a = means.pow(2).sum(1) + true_spread
+    rel_a = (stats.variability() - true_a).abs() / true_a
+    assert rel_a.mean() < 0.06
+
+
+def test_per_batch_spread_is_what_a_naive_estimator_would_see(gen):
+    """Negative control for the test above: the within-batch spread alone is ~0 here."""
+    k, d = 100, 8
+    y = torch.randint(0, k, (128,), generator=gen)
+    x = torch.randn(128, d, generator=gen)
+    n, _, v, _ = class_moments(x, y, k)
+    assert v[n > 0].mean() < 0.5 * d  # the true spread is d
+
+
+def test_absent_classes_keep_their_state(gen):
+    stats = ClassStats(4, 3)
+    stats.train()
+    stats.update(torch.randn(8, 3, generator=gen), torch.tensor([0, 1, 2, 3, 0, 1, 2, 3]))
+    before = {k: v.clone() for k, v in stats.state_dict().items()}
+    stats.update(torch.randn(4, 3, generator=gen), torch.tensor([0, 0, 1, 1]))
+    after = stats.state_dict()
+    for key in ("mean", "sq_dev", "count"):
+        assert torch.equal(after[key][2:], before[key][2:])
+        assert not torch.equal(after[key][:2], before[key][:2])
+
+
+def test_unseen_classes_take_the_mean_variability_and_not_s_bar(gen):
+    stats = ClassStats(4, 3)
+    stats.train()
+    stats.update(torch.randn(6, 3, generator=gen) * 5, torch.tensor([0, 0, 0, 1, 1, 1]))
+    a = stats.variability()
+    assert torch.allclose(a[2:], a[:2].mean().expand(2))
+    assert torch.isclose(stats.s_bar(), stats.sq_dev_l2[:2].mean())
+
+
+def test_first_observation_is_taken_exactly_not_mixed_with_zero_init():
+    stats = ClassStats(2, 2, momentum=0.99)
+    stats.train()
+    stats.update(torch.tensor([[3.0, 4.0]]), torch.tensor([1]))
+    assert torch.allclose(stats.mean[1], torch.tensor([3.0, 4.0]))
+
+
+def test_no_update_in_eval_mode_and_no_gradient(gen):
+    stats = ClassStats(3, 2)
+    stats.eval()
+    x = torch.randn(6, 2, generator=gen, requires_grad=True)
+    stats.update(x, torch.tensor([0, 1, 2, 0, 1, 2]))
+    assert stats.count.sum() == 0 and stats.mean.abs().sum() == 0
+    stats.train()
+    stats.update(x, torch.tensor([0, 1, 2, 0, 1, 2]))
+    assert not stats.mean.requires_grad and not stats.variability().requires_grad
+
+
+def test_state_is_in_buffers_and_round_trips(tmp_path, gen):
+    stats = ClassStats(3, 2)
+    stats.train()
+    stats.update(torch.randn(6, 2, generator=gen), torch.tensor([0, 1, 2, 0, 1, 2]))
+    assert set(stats.state_dict()) == {"count", "mean", "sq_dev", "sq_dev_l2"}
+    torch.save(stats.state_dict(), tmp_path / "s.pt")
+    other = ClassStats(3, 2)
+    other.load_state_dict(torch.load(tmp_path / "s.pt"))
+    assert torch.equal(other.variability(), stats.variability())
+    assert other.to(torch.float64).mean.dtype == torch.float64
+
+
+def test_lp_norm_matches_torch():
+    x = torch.randn(5, 7)
+    for p in (2.0, 3.0, 5.0):
+        assert torch.allclose(lp_sq_norm(x, p), torch.linalg.vector_norm(x, ord=p, dim=1) ** 2, rtol=1e-5)
+
+
+def test_lp_statistics_distinguish_normalised_classes(gen):
+    """With L2-normalised features every L2 a_k is 1; an L_p norm (p ≠ 2) separates the classes."""
+    k, d = 3, 16
+    stats2, stats5 = ClassStats(k, d, p=2.0), ClassStats(k, d, p=5.0)
+    for s in (stats2, stats5):
+        s.train()
+    y = torch.arange(k).repeat(200)
+    spread = torch.tensor([0.1, 1.0, 3.0])[y].unsqueeze(1)
+    x = torch.nn.functional.normalize(torch.ones(1, d) + spread * torch.randn(len(y), d, generator=gen), dim=1)
+    stats2.update(x, y)
+    stats5.update(x, y)
+    assert torch.allclose(stats2.variability(), torch.ones(k), atol=1e-4)
+    a5 = stats5.variability()
+    assert (a5.max() - a5.min()) / a5.mean() > 0.05
+
+
+@pytest.mark.parametrize("bad", [dict(p=0.5), dict(momentum=1.0), dict(momentum=-0.1)])
+def test_invalid_options_are_named(bad):
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        ClassStats(3, 2, **bad)
