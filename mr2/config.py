@@ -1,0 +1,156 @@
+"""The run configuration: every default in one visible place, merged, checked and resolved.
+
+A run's config is ``DEFAULTS`` deep-merged with a YAML file and ``--set key.path=value``
+overrides. The resolved config is saved next to every result and inside every checkpoint.
+Unknown keys and invalid values fail at once with a message naming the key.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULTS: dict[str, Any] = {
+    "seed": 0,
+    "device": "auto",  # auto | cpu | cuda | cuda:N
+    "threads": None,  # CPU threads; None leaves torch's default (the caller should set it)
+    "amp": "auto",  # auto (bf16 autocast on CUDA) | bf16 | off
+    "tags": {},  # free-form labels carried into every output (e.g. variant: "c_bar=0.5")
+    "data": {
+        "name": "fashion_mnist",
+        "root": None,  # data folder for torchvision / image-folder sets
+        "download": False,  # only download when the user asks for it
+        "val_fraction": 0.1,  # stratified validation split of the training set
+        "split_seed": 0,  # seed of the split (and of the per-class caps)
+        "train_cap": None,  # per-class cap on training samples (balanced subsampling)
+        "test_cap": None,  # per-class cap on test samples
+        "image_size": None,  # resize file-backed image sets (default: the loader's)
+    },
+    "model": {
+        "name": "small_cnn",
+        "head": "linear",  # linear | cosine
+        "cosine_scale": 16.0,
+        "weights": None,  # a local state_dict file for the backbone
+        "options": {},
+    },
+    "method": {
+        "name": "mr2",
+        "options": {},  # see mr2.losses.factory (c_bar, lam, p, momentum, ...)
+    },
+    "train": {
+        "mode": "scratch",  # scratch | linear_probe | finetune
+        "epochs": 10,
+        "batch_size": 128,
+        "optimizer": "sgd",  # sgd | adamw
+        "lr": 0.05,
+        "momentum": 0.9,
+        "nesterov": False,
+        "weight_decay": 5e-4,
+        "warmup_epochs": 1.0,  # linear warm-up, then cosine decay to min_lr (per step)
+        "min_lr": 1e-6,
+        "grad_clip": None,  # max global gradient norm, None = off
+        "augment": "auto",  # auto (crop+flip for images, shift for signals) | none
+        "crop_padding": 4,
+        "shift": 4,  # max shift of 1-D signals
+        "auto_augment": False,  # AutoAugment (images only), off by default
+        "select": "last",  # last | best_val: which epoch's weights are the result (never test data)
+        "eval_batch_size": 1024,
+        "num_workers": 2,  # DataLoader workers for file-backed datasets
+        "compile": False,  # torch.compile the model
+    },
+}
+
+CHOICES = {
+    ("amp",): ("auto", "bf16", "off"),
+    ("model", "head"): ("linear", "cosine"),
+    ("train", "mode"): ("scratch", "linear_probe", "finetune"),
+    ("train", "optimizer"): ("sgd", "adamw"),
+    ("train", "augment"): ("auto", "none"),
+    ("train", "select"): ("last", "best_val"),
+}
+
+POSITIVE = [("train", "epochs"), ("train", "batch_size"), ("train", "lr"), ("train", "eval_batch_size")]
+NON_NEGATIVE = [("train", "weight_decay"), ("train", "warmup_epochs"), ("train", "min_lr"), ("train", "momentum")]
+# Sub-dicts whose keys are free-form (validated by their own factories).
+OPEN = {("model", "options"), ("method", "options"), ("tags",)}
+
+
+class ConfigError(ValueError):
+    """A config key or value is invalid; the message names it."""
+
+
+def deep_merge(base: dict, update: dict, path: tuple[str, ...] = ()) -> dict:
+    """``base`` updated by ``update``; keys of ``update`` absent from ``base`` are errors
+    (except inside the free-form option dicts)."""
+    out = copy.deepcopy(base)
+    for key, value in update.items():
+        here = path + (key,)
+        if path in OPEN:
+            out[key] = copy.deepcopy(value)
+        elif key not in base:
+            known = ", ".join(sorted(base))
+            raise ConfigError(f"unknown config key {'.'.join(here)!r}; known keys here: {known}")
+        elif isinstance(base[key], dict):
+            if not isinstance(value, dict):
+                raise ConfigError(f"config key {'.'.join(here)!r} must be a mapping, got {value!r}")
+            out[key] = deep_merge(base[key], value, here)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def parse_set(items: list[str]) -> dict:
+    """``["train.epochs=3", "method.options.lam=0.5"]`` -> nested dict (values parsed as YAML)."""
+    out: dict = {}
+    for item in items:
+        if "=" not in item:
+            raise ConfigError(f"--set expects key.path=value, got {item!r}")
+        key, raw = item.split("=", 1)
+        node = out
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = yaml.safe_load(raw)
+    return out
+
+
+def _get(cfg: dict, path: tuple[str, ...]) -> Any:
+    for part in path:
+        cfg = cfg[part]
+    return cfg
+
+
+def validate(cfg: dict) -> dict:
+    """Check values whose validity does not depend on other modules; return ``cfg``."""
+    for path, allowed in CHOICES.items():
+        if _get(cfg, path) not in allowed:
+            raise ConfigError(f"config key {'.'.join(path)!r} must be one of {allowed}, got {_get(cfg, path)!r}")
+    for path in POSITIVE:
+        value = _get(cfg, path)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise ConfigError(f"config key {'.'.join(path)!r} must be a positive number, got {value!r}")
+    for path in NON_NEGATIVE:
+        value = _get(cfg, path)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"config key {'.'.join(path)!r} must be >= 0, got {value!r}")
+    if not isinstance(cfg["seed"], int):
+        raise ConfigError(f"config key 'seed' must be an integer, got {cfg['seed']!r}")
+    return cfg
+
+
+def resolve(files: list[str | Path] = (), sets: list[str] = (), base: dict | None = None) -> dict:
+    """DEFAULTS (or ``base``) <- each YAML file in order <- each ``--set``; validated."""
+    cfg = copy.deepcopy(base if base is not None else DEFAULTS)
+    for f in files:
+        path = Path(f)
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {path}")
+        loaded = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"config file {path} must hold a mapping")
+        cfg = deep_merge(cfg, loaded)
+    cfg = deep_merge(cfg, parse_set(list(sets)))
+    return validate(cfg)

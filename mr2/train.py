@@ -1,0 +1,302 @@
+"""Training: one run = one dataset × method × options × seed, from a resolved config.
+
+Outputs (in ``out_dir``, written atomically at the end):
+  model.pt     final weights of the model and the loss state, with the resolved config
+  config.yaml  the resolved config
+  epochs.csv   tidy per-epoch log: epoch, class (empty for run-level rows), name, value
+               (loss parts, train/val accuracy, lr, and per-class a_k, γ_k, s̄, ...)
+A resumable checkpoint, ``checkpoint.pt``, is written atomically after every epoch beside
+them (not a declared output); a rerun with the same config resumes from it, and it is
+removed once the run is complete.
+
+Determinism: the model is initialised from ``seed``; each epoch draws its order and
+augmentation from generators seeded by (seed, epoch), so a resumed run reproduces the
+uninterrupted one exactly on CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+import torch
+from torch import nn
+
+from . import augment as aug
+from .config import ConfigError
+from .data import load_prepared
+from .io import save_csv, save_torch, save_yaml
+from .losses import build_loss
+from .models import build_model, freeze_backbone
+
+CHECKPOINT = "checkpoint.pt"
+
+
+class NonFiniteLossError(RuntimeError):
+    """The training loss became NaN or infinite; the last good checkpoint is kept."""
+
+
+def select_device(spec: str) -> torch.device:
+    """``auto`` -> CUDA when available, else CPU; otherwise the device named."""
+    if spec == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(spec)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"config key 'device' is {spec!r} but CUDA is not available on this machine")
+    return device
+
+
+def epoch_seed(seed: int, epoch: int) -> int:
+    """Seed of the generators of one epoch (data order, augmentation, dropout)."""
+    return (seed * 1_000_003 + epoch * 7_919 + 17) % (2**63 - 1)
+
+
+def lr_at(step: int, total_steps: int, warmup_steps: int, base_lr: float, min_lr: float) -> float:
+    """Linear warm-up from base_lr/warmup_steps to base_lr, then cosine decay to min_lr:
+    lr = min_lr + (base_lr − min_lr)·(1 + cos(π·t))/2 with t the post-warm-up progress."""
+    if warmup_steps > 0 and step < warmup_steps:
+        return base_lr * (step + 1) / warmup_steps
+    t = (step - warmup_steps) / max(1, total_steps - warmup_steps)
+    return min_lr + (base_lr - min_lr) * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
+
+
+def autocast_for(device: torch.device, amp: str):
+    """bf16 autocast on CUDA (``amp: auto`` or ``bf16``); full precision otherwise."""
+    if device.type == "cuda" and amp in ("auto", "bf16"):
+        return torch.autocast("cuda", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+class HeadOnly(nn.Module):
+    """The classifier head of a model, applied to cached backbone features (linear probing)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.model.classify_features(features)
+
+
+@torch.no_grad()
+def predict(net: nn.Module, x: torch.Tensor, batch_size: int, transform: Callable, device, amp: str):
+    """Logits and features of ``x`` in eval mode, in large batches without gradients."""
+    net.eval()
+    logits, feats = [], []
+    for i in range(0, len(x), batch_size):
+        xb = transform(x[i : i + batch_size].to(device, non_blocking=True))
+        with autocast_for(device, amp):
+            lo, fe = net(xb)
+        logits.append(lo.float())
+        feats.append(fe.float())
+    return torch.cat(logits), torch.cat(feats)
+
+
+def per_class_accuracy(pred: torch.Tensor, y: torch.Tensor, k: int) -> torch.Tensor:
+    """acc_k = (1/n_k) Σ_{i: y_i = k} 1[pred_i = k] (NaN for a class with no samples)."""
+    correct = torch.zeros(k, device=y.device).index_add_(0, y, (pred == y).float())
+    n = torch.bincount(y, minlength=k).float()
+    return correct / n
+
+
+class Runner:
+    """Everything a run needs, built from the resolved config before any training starts."""
+
+    def __init__(self, cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print) -> None:
+        self.cfg, self.out, self.log = cfg, Path(out_dir), log
+        tc = cfg["train"]
+        self.device = select_device(cfg["device"])
+        if cfg["threads"]:
+            torch.set_num_threads(int(cfg["threads"]))
+        if self.device.type == "cpu":
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        self.data = load_prepared(data_path)
+        info = self.data.info
+        if cfg["data"]["name"] != info.name:
+            raise ConfigError(f"config key 'data.name' is {cfg['data']['name']!r} but {data_path} holds {info.name!r}")
+        self.k = info.num_classes
+        torch.manual_seed(cfg["seed"])
+        mc = cfg["model"]
+        self.model = build_model(
+            mc["name"], self.k, info.input_shape, head=mc["head"], cosine_scale=mc["cosine_scale"],
+            weights=mc["weights"], **mc["options"],
+        ).to(self.device)
+        counts = torch.bincount(self.data.train.y, minlength=self.k)
+        self.loss = build_loss(cfg["method"]["name"], self.k, self.model.feature_dim, class_counts=counts,
+                               **cfg["method"]["options"]).to(self.device)
+        self.mode = tc["mode"]
+        self.amp = cfg["amp"]
+        self.mean = torch.tensor(info.mean, device=self.device)
+        self.std = torch.tensor(info.std, device=self.device)
+        self.kind = info.kind
+        if self.mode == "linear_probe":
+            freeze_backbone(self.model)
+            self.net = HeadOnly(self.model)
+            self.train_x, self.val_x = self._cached_features(self.data.train.x), self._cached_features(self.data.val.x)
+        else:
+            self.net = self.model
+            self.train_x, self.val_x = self.data.train.x.to(self.device), self.data.val.x.to(self.device)
+        if tc["compile"]:
+            try:
+                self.net = torch.compile(self.net)
+            except Exception as exc:  # noqa: BLE001 - reported, then run without it
+                self.log(f"[train] torch.compile unavailable ({exc}); running uncompiled")
+        self.train_y, self.val_y = self.data.train.y.to(self.device), self.data.val.y.to(self.device)
+        params = [p for p in list(self.model.parameters()) + list(self.loss.parameters()) if p.requires_grad]
+        if tc["optimizer"] == "sgd":
+            self.opt = torch.optim.SGD(params, lr=tc["lr"], momentum=tc["momentum"], nesterov=tc["nesterov"],
+                                       weight_decay=tc["weight_decay"])
+        else:
+            self.opt = torch.optim.AdamW(params, lr=tc["lr"], weight_decay=tc["weight_decay"])
+        n = len(self.train_y)
+        self.batch = min(tc["batch_size"], n)
+        self.steps_per_epoch = n // self.batch  # the last partial batch is dropped (BatchNorm needs > 1 sample)
+        self.total_steps = self.steps_per_epoch * tc["epochs"]
+        self.warmup_steps = int(round(tc["warmup_epochs"] * self.steps_per_epoch))
+
+    # ---------------------------------------------------------------- data transforms
+    def normalise(self, x: torch.Tensor) -> torch.Tensor:
+        return aug.normalize(x, self.mean, self.std)
+
+    def eval_transform(self, x: torch.Tensor) -> torch.Tensor:
+        return x.float() if self.mode == "linear_probe" else self.normalise(x)
+
+    def train_transform(self, x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        tc = self.cfg["train"]
+        if self.mode == "linear_probe" or tc["augment"] == "none":
+            return self.eval_transform(x)
+        if self.kind == "image":
+            if tc["auto_augment"]:
+                x = aug.auto_augment(x, gen)
+            x = aug.random_crop_flip(x, tc["crop_padding"], gen)
+        else:
+            x = aug.random_shift(x, tc["shift"], gen)
+        return self.normalise(x)
+
+    def _cached_features(self, x: torch.Tensor) -> torch.Tensor:
+        """Backbone features of ``x``, extracted once (frozen backbone, no augmentation)."""
+        backbone = self.model.backbone.eval()
+        out = []
+        with torch.no_grad():
+            for i in range(0, len(x), self.cfg["train"]["eval_batch_size"]):
+                xb = self.normalise(x[i : i + self.cfg["train"]["eval_batch_size"]].to(self.device))
+                with autocast_for(self.device, self.amp):
+                    out.append(backbone(xb).float())
+        return torch.cat(out)
+
+    # ---------------------------------------------------------------- state
+    def state(self) -> dict[str, Any]:
+        return {"model": self.model.state_dict(), "loss": self.loss.state_dict()}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        self.loss.load_state_dict(state["loss"])
+
+    # ---------------------------------------------------------------- one epoch
+    def train_epoch(self, epoch: int) -> dict[str, float]:
+        tc = self.cfg["train"]
+        seed = epoch_seed(self.cfg["seed"], epoch)
+        torch.manual_seed(seed)  # dropout and any other global-RNG draws
+        order_gen = torch.Generator().manual_seed(seed)
+        aug_gen = torch.Generator(device=self.device).manual_seed(seed)
+        self.net.train()
+        if self.mode == "linear_probe":
+            self.model.backbone.eval()
+        self.loss.train()
+        self.loss.on_epoch_start(epoch)
+        perm = torch.randperm(len(self.train_y), generator=order_gen).to(self.device)
+        sums: dict[str, torch.Tensor] = {}
+        correct = torch.zeros((), device=self.device)
+        views = self.loss.n_views
+        for step in range(self.steps_per_epoch):
+            lr = lr_at(epoch * self.steps_per_epoch + step, self.total_steps, self.warmup_steps, tc["lr"], tc["min_lr"])
+            for group in self.opt.param_groups:
+                group["lr"] = lr
+            idx = perm[step * self.batch : (step + 1) * self.batch]
+            xb, yb = self.train_x[idx], self.train_y[idx]
+            xin = torch.cat([self.train_transform(xb, aug_gen) for _ in range(views)])
+            yin = yb.repeat(views)
+            with autocast_for(self.device, self.amp):
+                logits, feats = self.net(xin)
+            out = self.loss(logits, feats, yin)
+            self.opt.zero_grad(set_to_none=True)
+            out.total.backward()
+            if tc["grad_clip"]:
+                nn.utils.clip_grad_norm_(self.opt.param_groups[0]["params"], tc["grad_clip"])
+            self.opt.step()
+            for name, value in {"loss": out.total.detach(), **out.parts}.items():
+                sums[name] = sums.get(name, 0) + value.float()
+            correct += (logits[: len(yb)].argmax(1) == yb).sum()
+        stats = {f"train_{k}": (v / self.steps_per_epoch).item() for k, v in sums.items()}
+        if not all(math.isfinite(v) for v in stats.values()):
+            raise NonFiniteLossError(
+                f"non-finite training loss in epoch {epoch + 1} ({stats}); the last good checkpoint in "
+                f"{self.out / CHECKPOINT} is kept. Lower train.lr or check the data and method options."
+            )
+        stats["train_acc"] = correct.item() / (self.steps_per_epoch * self.batch)
+        stats["lr"] = lr
+        return stats
+
+    def validate(self) -> dict[str, float]:
+        if len(self.val_y) == 0:
+            return {}
+        logits, _ = predict(self.net, self.val_x, self.cfg["train"]["eval_batch_size"], self.eval_transform,
+                            self.device, self.amp)
+        acc = per_class_accuracy(logits.argmax(1), self.val_y, self.k)
+        seen = ~acc.isnan()
+        return {"val_acc": (logits.argmax(1) == self.val_y).float().mean().item(),
+                "val_worst_class_acc": acc[seen].min().item()}
+
+
+def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print) -> dict[str, Any]:
+    """Train one run (see module docstring). Returns the last epoch's run-level numbers."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    runner = Runner(cfg, data_path, out, log)
+    tc = cfg["train"]
+    ckpt_path = out / CHECKPOINT
+    rows: list[dict[str, Any]] = []
+    start, best = 0, None
+    if ckpt_path.exists():
+        ckpt = torch.load(ckpt_path, map_location=runner.device, weights_only=False)
+        if ckpt["config"] == cfg:
+            runner.load_state(ckpt["state"])
+            runner.opt.load_state_dict(ckpt["optimizer"])
+            start, rows, best = ckpt["epoch"], ckpt["rows"], ckpt["best"]
+            log(f"[train] resuming {out} after epoch {start}")
+        else:
+            log(f"[train] {ckpt_path} belongs to another config; starting afresh")
+    numbers: dict[str, float] = {}
+    for epoch in range(start, tc["epochs"]):
+        t0 = time.perf_counter()
+        numbers = runner.train_epoch(epoch)
+        numbers.update(runner.validate())
+        numbers["seconds"] = time.perf_counter() - t0
+        rows += [{"epoch": epoch + 1, "class": None, "name": k, "value": v} for k, v in numbers.items()]
+        for name, values in runner.loss.class_summary().items():
+            rows += [{"epoch": epoch + 1, "class": c, "name": name, "value": v}
+                     for c, v in enumerate(values.detach().float().cpu().tolist())]
+        if tc["select"] == "best_val" and (best is None or numbers.get("val_acc", 0.0) > best["val_acc"]):
+            best = {"val_acc": numbers.get("val_acc", 0.0), "epoch": epoch + 1,
+                    "state": {k: {n: t.detach().clone() for n, t in v.items()} for k, v in runner.state().items()}}
+        save_torch({"config": cfg, "epoch": epoch + 1, "state": runner.state(), "optimizer": runner.opt.state_dict(),
+                    "rows": rows, "best": best}, ckpt_path)
+        shown = " ".join(f"{k}={v:.4g}" for k, v in numbers.items())
+        log(f"[train] {cfg['data']['name']}/{cfg['method']['name']} seed {cfg['seed']} "
+            f"epoch {epoch + 1}/{tc['epochs']}: {shown}")
+        sys.stdout.flush()
+    final_epoch = tc["epochs"]
+    if tc["select"] == "best_val" and best is not None:
+        runner.load_state(best["state"])
+        final_epoch = best["epoch"]
+    save_torch({"config": cfg, "state": runner.state(), "epoch": final_epoch, "info": runner.data.info.__dict__},
+               out / "model.pt")
+    save_yaml(cfg, out / "config.yaml")
+    save_csv(pd.DataFrame(rows, columns=["epoch", "class", "name", "value"]), out / "epochs.csv")
+    ckpt_path.unlink(missing_ok=True)
+    return numbers

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Idempotent set-up on a fresh Debian machine: system data package, a Python venv outside the
+# clone (reused across runs and clones: no new multi-GB environment per run), mr2 installed.
+#   MR2_VENV     where the venv lives      (default: ~/.cache/mr2/venv)
+#   MR2_LOCKED=1 install the exact versions of requirements.lock instead of the ranges
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${MR2_VENV:-$HOME/.cache/mr2/venv}"
+PY="${PYTHON:-python3}"
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else return 1; fi; }
+
+# Fashion-MNIST from Debian (offline data of the embedded default).
+if [ ! -d /usr/share/datasets/fashion-mnist ]; then
+  echo "[setup] installing Debian's dataset-fashion-mnist"
+  as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist \
+    || echo "[setup] WARNING: could not install dataset-fashion-mnist (no root?); fashion_mnist will need download: true" >&2
+fi
+
+"$PY" -c 'import sys; assert sys.version_info >= (3, 11), "mr2 needs Python >= 3.11, found " + sys.version' 
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "[setup] creating venv at $VENV"
+  mkdir -p "$(dirname "$VENV")"
+  "$PY" -m venv "$VENV"
+fi
+REQ=requirements.txt
+[ "${MR2_LOCKED:-0}" = 1 ] && REQ=requirements.lock
+STAMP="$VENV/.mr2-$(sha256sum "$REQ" | cut -c1-16)"
+if [ ! -f "$STAMP" ]; then
+  echo "[setup] installing $REQ into $VENV"
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -r "$REQ"
+  touch "$STAMP"
+fi
+# mr2 and theory from this clone (editable, no dependency resolution: cheap on every run).
+"$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e . >/dev/null
+echo "[setup] ready: $VENV"
