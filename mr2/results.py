@@ -1,0 +1,281 @@
+"""Results: the tidy tables of all runs, the easy/medium/hard groups and the results table.
+
+Reads only what training and evaluation wrote (see mr2/train.py and mr2/evaluate.py):
+  <run dir>/config.yaml, <run dir>/epochs.csv,
+  <run dir>/eval/per_class.csv, <run dir>/eval/metrics.json.
+
+``aggregate`` gathers them into three tidy tables, each row carrying the run keys
+(dataset, method, variant, seed):
+  per_class  a row per run and class (every column of per_class.csv)
+  runs       a row per run (metrics.json, the resolved config flattened as ``config.<path>``)
+  epochs     a row per run and epochs.csv row (epoch, class, name, value)
+``difficulty_table`` splits each dataset's classes into easy/medium/hard from the reference
+method (mr2.evaluate.difficulty_groups), and ``results_table`` summarises every
+dataset × method × variant: mean ± sd over seeds and the paired difference to the reference.
+
+Accuracies in the results table are in percent (``scale=100``); the tidy tables keep the
+fractions that evaluation wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+import yaml
+from scipy import stats
+
+from .evaluate import difficulty_groups, group_accuracy
+from .io import save_csv, save_text
+
+RUN_KEYS = ["dataset", "method", "variant", "seed"]
+DEFAULT_VARIANT = "default"
+EVAL_SUBDIR = "eval"
+#: the columns of the results table, in order: overall top-1 (from metrics.json), mean
+#: per-class accuracy, the three groups' mean accuracy and the worst class's accuracy.
+METRICS = ["top1", "all", "easy", "medium", "hard", "worst"]
+METRIC_TITLES = {"top1": "Top-1", "all": "All", "easy": "Easy", "medium": "Medium", "hard": "Hard",
+                 "worst": "Worst class"}
+
+
+# ----------------------------------------------------------------------------- aggregation
+def run_identity(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The keys of a run from its resolved config: dataset, method, variant, seed.
+
+    ``dataset`` is the pipeline's dataset key (``tags.dataset_key``) when the config has one,
+    so two dataset blocks reading the same data stay apart; otherwise ``data.name``.
+    """
+    tags = cfg.get("tags") or {}
+    return {"dataset": tags.get("dataset_key", cfg["data"]["name"]), "method": cfg["method"]["name"],
+            "variant": tags.get("variant", DEFAULT_VARIANT), "seed": int(cfg["seed"])}
+
+
+def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested mapping as one level of dotted keys; lists become JSON text, empty mappings vanish."""
+    out: dict[str, Any] = {}
+    for key, value in tree.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, path + "."))
+        elif isinstance(value, (list, tuple)):
+            out[path] = json.dumps(value)
+        else:
+            out[path] = value
+    return out
+
+
+def _need(path: Path) -> Path:
+    if not path.is_file():
+        raise FileNotFoundError(f"missing run output {path}; train and evaluate this run first")
+    return path
+
+
+def _with_keys(frame: pd.DataFrame, keys: dict[str, Any]) -> pd.DataFrame:
+    """``frame`` with the run keys as its first columns (existing key columns replaced)."""
+    frame = frame.drop(columns=[k for k in keys if k in frame])
+    return pd.concat([pd.DataFrame({k: [v] * len(frame) for k, v in keys.items()}, index=frame.index), frame],
+                     axis=1)
+
+
+def read_run(run_dir: str | Path, eval_subdir: str = EVAL_SUBDIR) -> dict[str, pd.DataFrame]:
+    """The per_class, runs (one row) and epochs tables of one run directory."""
+    run_dir = Path(run_dir)
+    cfg = yaml.safe_load(_need(run_dir / "config.yaml").read_text())
+    keys = run_identity(cfg)
+    ev = run_dir / eval_subdir
+    per_class = pd.read_csv(_need(ev / "per_class.csv"))
+    metrics = json.loads(_need(ev / "metrics.json").read_text())
+    for name, found in (("per_class.csv", per_class), ("metrics.json", metrics)):
+        for key in ("method", "variant", "seed"):
+            values = set(found[key]) if isinstance(found, pd.DataFrame) else {found.get(key)}
+            if key in found and values != {keys[key]}:
+                raise ValueError(f"{ev / name}: {key} {sorted(map(str, values))} does not match "
+                                 f"{run_dir / 'config.yaml'} ({keys[key]!r})")
+    metrics.pop("config", None)
+    runs = pd.DataFrame([{**{k: v for k, v in metrics.items() if k not in keys},
+                          **flatten(cfg, "config."), "run_dir": str(run_dir)}])
+    epochs = pd.read_csv(_need(run_dir / "epochs.csv"))
+    epochs["class"] = epochs["class"].astype("Int64")
+    return {"per_class": _with_keys(per_class, keys), "runs": _with_keys(runs, keys),
+            "epochs": _with_keys(epochs, keys)}
+
+
+def aggregate(run_dirs: Iterable[str | Path], eval_subdir: str = EVAL_SUBDIR) -> dict[str, pd.DataFrame]:
+    """Tidy tables ``per_class``, ``runs`` and ``epochs`` of all ``run_dirs`` (see module docstring).
+
+    Two directories with the same run keys are an error naming both.
+    """
+    parts = [read_run(d, eval_subdir) for d in run_dirs]
+    if not parts:
+        raise ValueError("aggregate: no run directories given")
+    tables = {name: pd.concat([p[name] for p in parts], ignore_index=True) for name in parts[0]}
+    dup = tables["runs"][tables["runs"].duplicated(RUN_KEYS, keep=False)]
+    if len(dup):
+        raise ValueError(f"runs with the same keys {dict(dup.iloc[0][RUN_KEYS])}: {list(dup['run_dir'])}")
+    return tables
+
+
+def write_tables(tables: dict[str, pd.DataFrame], out_dir: str | Path) -> dict[str, Path]:
+    """Write each table as ``<out_dir>/<name>.csv`` atomically; returns the paths."""
+    paths = {name: Path(out_dir) / f"{name}.csv" for name in tables}
+    for name, frame in tables.items():
+        save_csv(frame, paths[name])
+    return paths
+
+
+def read_tables(out_dir: str | Path, names: Iterable[str] = ("per_class", "runs", "epochs")) -> dict[str, pd.DataFrame]:
+    """Read tables written by ``write_tables`` (``class`` as a nullable integer)."""
+    out = {}
+    for name in names:
+        frame = pd.read_csv(_need(Path(out_dir) / f"{name}.csv"))
+        if "class" in frame:
+            frame["class"] = frame["class"].astype("Int64")
+        out[name] = frame
+    return out
+
+
+# ----------------------------------------------------------------------------- groups
+def difficulty_table(per_class: pd.DataFrame, reference: str = "erm",
+                     variant: str = DEFAULT_VARIANT) -> pd.DataFrame:
+    """Easy/medium/hard classes of every dataset, from the reference method's runs.
+
+    Applies ``mr2.evaluate.difficulty_groups`` (thirds of the classes ranked by the
+    reference's per-class accuracy, mean over seeds) to each dataset. Returns columns
+    dataset, class, group. A dataset without runs of the reference is an error naming it.
+    """
+    out = []
+    for dataset, frame in per_class.groupby("dataset", sort=False):
+        ref = frame[(frame["method"] == reference) & (frame["variant"] == variant)]
+        if ref.empty:
+            raise ValueError(f"dataset {dataset!r} has no runs of the reference method {reference!r} "
+                             f"(variant {variant!r}); the easy/medium/hard groups are defined by it")
+        groups = difficulty_groups(ref).reset_index()
+        groups.insert(0, "dataset", dataset)
+        out.append(groups)
+    return pd.concat(out, ignore_index=True)
+
+
+def run_group_accuracy(per_class: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
+    """A row per run: all, easy, medium, hard, worst (``mr2.evaluate.group_accuracy`` per dataset)."""
+    out = []
+    for dataset, frame in per_class.groupby("dataset", sort=False):
+        g = groups[groups["dataset"] == dataset].set_index("class")["group"]
+        if g.empty:
+            raise ValueError(f"no easy/medium/hard groups for dataset {dataset!r}")
+        out.append(group_accuracy(frame, g))
+    return pd.concat(out, ignore_index=True)
+
+
+# ----------------------------------------------------------------------------- results table
+def paired_difference(values: np.ndarray, reference: np.ndarray, level: float = 0.95) -> dict[str, float]:
+    """Mean paired difference d̄ = mean(x_s − r_s) over seeds s, with the t-interval
+    d̄ ± t_{(1+level)/2, n−1} · sd(d)/√n (sd with n − 1). With n = 1 the interval is NaN."""
+    d = np.asarray(values, dtype=float) - np.asarray(reference, dtype=float)
+    n = len(d)
+    mean = float(d.mean()) if n else math.nan
+    if n < 2:
+        return {"diff": mean, "diff_lo": math.nan, "diff_hi": math.nan, "n_paired": n}
+    half = stats.t.ppf((1 + level) / 2, n - 1) * d.std(ddof=1) / math.sqrt(n)
+    return {"diff": mean, "diff_lo": mean - half, "diff_hi": mean + half, "n_paired": n}
+
+
+def per_run_metrics(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame) -> pd.DataFrame:
+    """A row per run with the metric columns of ``METRICS`` that the tables provide."""
+    frame = run_group_accuracy(per_class, groups)
+    if runs is not None and "top1" in runs:
+        frame = frame.merge(runs[RUN_KEYS + ["top1"]], on=RUN_KEYS, how="left")
+    return frame[RUN_KEYS + [m for m in METRICS if m in frame]]
+
+
+def results_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame,
+                  reference: str = "erm", reference_variant: str = DEFAULT_VARIANT,
+                  level: float = 0.95, scale: float = 100.0) -> pd.DataFrame:
+    """A row per dataset × method × variant.
+
+    For each metric m of ``METRICS`` present (top1 from ``runs``; all/easy/medium/hard/worst
+    from the per-class accuracies and ``groups``), in percent (``scale``):
+      m_mean, m_std   mean and sample sd (n − 1) over seeds (sd NaN with one seed)
+      m_diff, m_diff_lo, m_diff_hi
+                      paired difference to the reference method (same dataset and seed),
+                      mean with a ``level`` t-interval (``paired_difference``); NaN for the
+                      reference itself and for runs without a reference of the same seed
+    and n_seeds, n_paired. The reference's rows come first in each dataset.
+    """
+    per_run = per_run_metrics(per_class, runs, groups)
+    metrics = [m for m in METRICS if m in per_run]
+    per_run[metrics] = per_run[metrics] * scale
+    is_ref = (per_run["method"] == reference) & (per_run["variant"] == reference_variant)
+    ref = per_run[is_ref].set_index(["dataset", "seed"])[metrics]
+    rows = []
+    for (dataset, method, variant), frame in per_run.groupby(["dataset", "method", "variant"], sort=False):
+        row: dict[str, Any] = {"dataset": dataset, "method": method, "variant": variant,
+                               "n_seeds": len(frame), "n_paired": 0}
+        own = frame.set_index(["dataset", "seed"])[metrics]
+        common = own.index.intersection(ref.index)
+        self_ref = method == reference and variant == reference_variant
+        for m in metrics:
+            row[f"{m}_mean"] = frame[m].mean()
+            row[f"{m}_std"] = frame[m].std(ddof=1)
+            diff = paired_difference(own.loc[common, m].to_numpy(), ref.loc[common, m].to_numpy(), level)
+            if self_ref or not len(common):
+                diff = {k: math.nan for k in ("diff", "diff_lo", "diff_hi")} | {"n_paired": len(common)}
+            row["n_paired"] = diff["n_paired"]
+            row.update({f"{m}_{k}": diff[k] for k in ("diff", "diff_lo", "diff_hi")})
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    datasets = {d: i for i, d in enumerate(per_class["dataset"].unique())}
+    seen = {key: i for i, key in enumerate(per_class[["dataset", "method", "variant"]].drop_duplicates().itertuples(index=False))}
+    order = pd.DataFrame({"dataset": table["dataset"].map(datasets),
+                          "not_ref": (table["method"] != reference) | (table["variant"] != reference_variant),
+                          "not_default": table["variant"] != DEFAULT_VARIANT,
+                          "seen": [seen[tuple(k)] for k in table[["dataset", "method", "variant"]].itertuples(index=False)]})
+    return table.loc[order.sort_values(list(order.columns)).index].reset_index(drop=True)
+
+
+def format_mean_std(mean: float, std: float, digits: int = 1) -> str:
+    """``71.8 ± 0.3``; ``71.8 (1 seed)`` when the sd is undefined."""
+    if math.isnan(mean):
+        return "n/a"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}" if not math.isnan(std) else f"{mean:.{digits}f} (1 seed)"
+
+
+def format_difference(diff: float, lo: float, hi: float, n_paired: int, digits: int = 1) -> str:
+    """``+0.9 [+0.2, +1.6]``; ``+0.9 [no CI: 1 seed]`` with one paired seed; ``n/a`` without pairs."""
+    if math.isnan(diff):
+        return "n/a"
+    if math.isnan(lo):
+        return f"{diff:+.{digits}f} [no CI: {n_paired} seed]"
+    return f"{diff:+.{digits}f} [{lo:+.{digits}f}, {hi:+.{digits}f}]"
+
+
+def results_markdown(table: pd.DataFrame, reference: str = "erm", reference_variant: str = DEFAULT_VARIANT,
+                     level: float = 0.95, digits: int = 1) -> str:
+    """The results table as a Markdown pipe table, a column per metric and one per difference."""
+    metrics = [m for m in METRICS if f"{m}_mean" in table]
+    header = ["Dataset", "Method", "Variant", "Seeds"]
+    for m in metrics:
+        header += [METRIC_TITLES[m], f"Δ {METRIC_TITLES[m]}"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 4 + ["---:"] * 2 * len(metrics)) + "|"]
+    for _, r in table.iterrows():
+        is_ref = r["method"] == reference and r["variant"] == reference_variant
+        cells = [str(r["dataset"]), str(r["method"]), str(r["variant"]), str(int(r["n_seeds"]))]
+        for m in metrics:
+            cells.append(format_mean_std(r[f"{m}_mean"], r[f"{m}_std"], digits))
+            cells.append("reference" if is_ref else format_difference(
+                r[f"{m}_diff"], r[f"{m}_diff_lo"], r[f"{m}_diff_hi"], int(r["n_paired"]), digits))
+        lines.append("| " + " | ".join(cells) + " |")
+    note = (f"\nAccuracy in % on the test set, mean ± sd over seeds. Δ: difference to {reference} "
+            f"({reference_variant}) paired by seed, mean [{level:.0%} t-interval over seeds]. "
+            "Easy/medium/hard: thirds of the classes ranked by the reference's per-class accuracy; "
+            "All: mean per-class accuracy; Worst class: lowest per-class accuracy.\n")
+    return "\n".join(lines) + "\n" + note
+
+
+def write_results_table(table: pd.DataFrame, csv_path: str | Path, md_path: str | Path, **markdown_args: Any) -> None:
+    """The results table as CSV (numbers) and Markdown (formatted), both written atomically."""
+    save_csv(table, csv_path)
+    save_text(results_markdown(table, **markdown_args), md_path)

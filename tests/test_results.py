@@ -1,0 +1,212 @@
+"""Results layer: aggregation of run directories, groups, results table and its Markdown."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from scipy import stats
+
+import results_data as syn
+from mr2 import results as R
+from mr2.io import save_csv
+
+
+# ----------------------------------------------------------------------------- a fake run tree
+def write_run(root, dataset, method, variant, seed, k=4, dataset_key=None, epochs=2):
+    """A run directory in the exact formats of mr2.train and mr2.evaluate."""
+    run = root / "runs" / (dataset_key or dataset) / method / variant / f"seed{seed}"
+    cfg = {"seed": seed, "device": "cpu", "tags": {"variant": variant, **({"dataset_key": dataset_key} if dataset_key else {})},
+           "data": {"name": dataset, "train_cap": None}, "model": {"name": "small_cnn", "options": {}},
+           "method": {"name": method, "options": {"c_bar": 0.5} if variant == "c_bar=0.5" else {}},
+           "train": {"epochs": epochs, "lr": 0.05}}
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    rows = []
+    for e in range(1, epochs + 1):
+        rows += [{"epoch": e, "class": None, "name": n, "value": 0.1 * e} for n in ("train_loss", "lr", "val_acc")]
+        if method.startswith("mr2"):
+            rows += [{"epoch": e, "class": c, "name": "gamma", "value": 1.0 + 0.01 * c} for c in range(k)]
+    save_csv(pd.DataFrame(rows, columns=["epoch", "class", "name", "value"]), run / "epochs.csv")
+    acc = (np.arange(k) + 1) / (k + 1) + 0.01 * seed
+    table = pd.DataFrame({"dataset": dataset, "method": method, "variant": variant, "seed": seed, "class": np.arange(k),
+                          "class_name": [f"n{c}" for c in range(k)], "n_test": 10, "accuracy": acc,
+                          "gamma": 1.0, "mean_sq_norm": 2.0, "spread": 0.5, "a": 2.5, "n_train": 50,
+                          "mean_sq_norm_p3": 1.0, "spread_p3": 0.1, "a_p3": 1.1, "test_a": 2.6})
+    save_csv(table, run / "eval" / "per_class.csv")
+    metrics = {"dataset": dataset, "method": method, "variant": variant, "seed": seed, "top1": float(acc.mean()),
+               "mean_class_acc": float(acc.mean()), "worst_class_acc": float(acc.min()), "worst_class": 0,
+               "std_class_acc": float(acc.std()), "n_test": 10 * k, "config": cfg}
+    (run / "eval" / "metrics.json").write_text(json.dumps(metrics))
+    return run
+
+
+def test_aggregate_reads_the_run_tree(tmp_path):
+    dirs = [write_run(tmp_path, "fmnist", m, "default", s) for m in ("erm", "mr2") for s in (0, 1)]
+    dirs.append(write_run(tmp_path, "fmnist", "mr2", "c_bar=0.5", 0))
+    t = R.aggregate(dirs)
+    assert set(t) == {"per_class", "runs", "epochs"}
+    pc, runs, ep = t["per_class"], t["runs"], t["epochs"]
+    assert len(pc) == 5 * 4 and len(runs) == 5
+    assert list(pc.columns[:4]) == R.RUN_KEYS and list(runs.columns[:4]) == R.RUN_KEYS
+    assert not pc.duplicated(R.RUN_KEYS + ["class"]).any()
+    # the config is flattened, metrics.json's copy of it is dropped
+    assert "config" not in runs and (runs["config.train.lr"] == 0.05).all()
+    assert runs.loc[runs["variant"] == "c_bar=0.5", "config.method.options.c_bar"].item() == 0.5
+    row = runs[(runs["method"] == "erm") & (runs["seed"] == 1)].iloc[0]
+    assert row["top1"] == pytest.approx(np.mean((np.arange(4) + 1) / 5 + 0.01))
+    # epochs: run-level rows have no class, per-class gamma rows only for mr2; keys added
+    assert str(ep["class"].dtype) == "Int64"
+    assert ep.loc[ep["name"] == "train_loss", "class"].isna().all()
+    gamma = ep[ep["name"] == "gamma"]
+    assert set(gamma["method"]) == {"mr2"} and len(gamma) == 3 * 2 * 4
+    assert len(ep[(ep["method"] == "erm") & (ep["seed"] == 0)]) == 2 * 3
+
+
+def test_aggregate_uses_dataset_key_and_round_trips(tmp_path):
+    dirs = [write_run(tmp_path, "cifar100", "erm", "default", 0, dataset_key="cifar100_r32"),
+            write_run(tmp_path, "cifar100", "erm", "default", 0, dataset_key="cifar100_wrn")]
+    t = R.aggregate(dirs)
+    assert set(t["per_class"]["dataset"]) == {"cifar100_r32", "cifar100_wrn"}
+    paths = R.write_tables(t, tmp_path / "tables")
+    assert sorted(p.name for p in paths.values()) == ["epochs.csv", "per_class.csv", "runs.csv"]
+    back = R.read_tables(tmp_path / "tables")
+    pd.testing.assert_frame_equal(back["per_class"], t["per_class"], check_dtype=False)
+    assert str(back["epochs"]["class"].dtype) == "Int64"
+    assert back["epochs"]["class"].isna().sum() == t["epochs"]["class"].isna().sum()
+
+
+def test_aggregate_errors_name_the_problem(tmp_path):
+    run = write_run(tmp_path, "fmnist", "erm", "default", 0)
+    with pytest.raises(ValueError, match="same keys"):
+        R.aggregate([run, run])
+    (run / "eval" / "metrics.json").unlink()
+    with pytest.raises(FileNotFoundError, match="metrics.json"):
+        R.aggregate([run])
+    other = write_run(tmp_path / "x", "fmnist", "mr2", "default", 3)
+    table = pd.read_csv(other / "eval" / "per_class.csv").assign(seed=4)
+    save_csv(table, other / "eval" / "per_class.csv")
+    with pytest.raises(ValueError, match="seed"):
+        R.aggregate([other])
+    with pytest.raises(ValueError, match="no run directories"):
+        R.aggregate([])
+
+
+# ----------------------------------------------------------------------------- groups
+def test_groups_are_thirds_of_the_reference_ranking():
+    t = syn.tables(datasets=("toy", "toy2"))
+    groups = R.difficulty_table(t["per_class"])
+    assert len(groups) == 2 * syn.K
+    for dataset in ("toy", "toy2"):
+        g = groups[groups["dataset"] == dataset].set_index("class")["group"]
+        assert set(g[g == "hard"].index) == syn.HARD
+        assert set(g[g == "medium"].index) == syn.MEDIUM
+        assert set(g[g == "easy"].index) == syn.EASY
+
+
+def test_groups_need_the_reference_on_every_dataset():
+    t = syn.tables(datasets=("toy",))
+    extra = t["per_class"].query("method == 'mr2'").assign(dataset="lonely")
+    with pytest.raises(ValueError, match="lonely.*erm"):
+        R.difficulty_table(pd.concat([t["per_class"], extra]))
+
+
+# ----------------------------------------------------------------------------- results table
+def by_hand(per_class, dataset, method, variant, classes):
+    """Per-seed mean accuracy (%) of ``classes``, straight from the per-class rows."""
+    f = per_class[(per_class["dataset"] == dataset) & (per_class["method"] == method)
+                  & (per_class["variant"] == variant) & per_class["class"].isin(classes)]
+    return 100 * f.groupby("seed")["accuracy"].mean()
+
+
+def test_results_table_mean_std_and_paired_difference():
+    t = syn.tables(datasets=("toy", "toy2"), noise=0.02)
+    groups = R.difficulty_table(t["per_class"])
+    table = R.results_table(t["per_class"], t["runs"], groups)
+    assert len(table) == 2 * len(syn.METHODS)
+    assert list(table["method"][:4]) == list(syn.METHODS) and table.loc[0, "method"] == "erm"
+    pc = t["per_class"]
+    for dataset in ("toy", "toy2"):
+        for method in syn.METHODS:
+            row = table[(table["dataset"] == dataset) & (table["method"] == method)].iloc[0]
+            assert row["n_seeds"] == 3
+            for name, classes in (("hard", syn.HARD), ("easy", syn.EASY), ("all", set(range(syn.K)))):
+                per_seed = by_hand(pc, dataset, method, "default", classes)
+                assert row[f"{name}_mean"] == pytest.approx(per_seed.mean())
+                assert row[f"{name}_std"] == pytest.approx(per_seed.std())
+            worst = 100 * pc[(pc["dataset"] == dataset) & (pc["method"] == method)].groupby("seed")["accuracy"].min()
+            assert row["worst_mean"] == pytest.approx(worst.mean())
+            top1 = 100 * t["runs"].query("dataset == @dataset and method == @method")["top1"]
+            assert row["top1_mean"] == pytest.approx(top1.mean())
+            if method == "erm":
+                assert math.isnan(row["hard_diff"])
+                continue
+            d = (by_hand(pc, dataset, method, "default", syn.HARD) - by_hand(pc, dataset, "erm", "default", syn.HARD))
+            lo, hi = stats.t.interval(0.95, len(d) - 1, loc=d.mean(), scale=stats.sem(d))
+            assert row["hard_diff"] == pytest.approx(d.mean())
+            assert (row["hard_diff_lo"], row["hard_diff_hi"]) == pytest.approx((lo, hi))
+    # the known effects: MR² gains about 4 points on hard classes, nothing on easy ones
+    mr2 = table[(table["dataset"] == "toy") & (table["method"] == "mr2")].iloc[0]
+    assert mr2["hard_diff"] == pytest.approx(4.0, abs=2.5)
+    assert abs(mr2["easy_diff"]) < 2.5
+
+
+def test_paired_difference_known_case():
+    out = R.paired_difference(np.array([3.0, 5.0, 7.0]), np.array([2.0, 3.0, 4.0]))
+    # d = 1, 2, 3: mean 2, sd 1, t_{0.975, 2} = 4.3027 (tables)
+    assert out["diff"] == pytest.approx(2.0)
+    assert out["diff_hi"] - 2.0 == pytest.approx(4.3027 / math.sqrt(3), abs=1e-4)
+    assert out["n_paired"] == 3
+    one = R.paired_difference(np.array([3.0]), np.array([2.0]))
+    assert one["diff"] == 1.0 and math.isnan(one["diff_lo"]) and math.isnan(one["diff_hi"])
+
+
+def test_results_table_pairs_only_common_seeds_and_handles_one_seed():
+    t = syn.tables(methods=("erm", "mr2"), seeds=(0, 1, 2))
+    pc = t["per_class"]
+    pc = pc[~((pc["method"] == "mr2") & (pc["seed"] != 1))]  # mr2 ran seed 1 only
+    groups = R.difficulty_table(pc)
+    table = R.results_table(pc, None, groups)
+    row = table[table["method"] == "mr2"].iloc[0]
+    assert row["n_seeds"] == 1 and row["n_paired"] == 1 and math.isnan(row["hard_std"])
+    d = by_hand(pc, "toy", "mr2", "default", syn.HARD)[1] - by_hand(pc, "toy", "erm", "default", syn.HARD)[1]
+    assert row["hard_diff"] == pytest.approx(d) and math.isnan(row["hard_diff_lo"])
+    assert "top1_mean" not in table  # no runs table given
+    md = R.results_markdown(table)
+    assert "(1 seed)" in md and "[no CI: 1 seed]" in md
+
+
+def test_formatting():
+    assert R.format_mean_std(71.84, 0.31) == "71.8 ± 0.3"
+    assert R.format_mean_std(71.84, float("nan")) == "71.8 (1 seed)"
+    assert R.format_difference(0.94, 0.21, 1.58, 3) == "+0.9 [+0.2, +1.6]"
+    assert R.format_difference(-0.4, -1.04, 0.2, 3) == "-0.4 [-1.0, +0.2]"
+    assert R.format_difference(float("nan"), float("nan"), float("nan"), 0) == "n/a"
+
+
+def test_markdown_table_and_files(tmp_path):
+    t = syn.tables(sweeps=("c_bar=0.5",))
+    groups = R.difficulty_table(t["per_class"])
+    table = R.results_table(t["per_class"], t["runs"], groups)
+    md = R.results_markdown(table)
+    lines = [line for line in md.splitlines() if line.startswith("|")]
+    assert len(lines) == 2 + len(syn.METHODS) + 1
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header[:6] == ["Dataset", "Method", "Variant", "Seeds", "Top-1", "Δ Top-1"] and "Δ Hard" in header
+    erm = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert erm[1] == "erm" and erm[5] == "reference"
+    r = table[table["method"] == "mr2"].iloc[0]
+    mr2 = [c.strip() for c in lines[3].strip("|").split("|")]
+    col = header.index("Δ Hard")
+    assert mr2[col] == f"{r['hard_diff']:+.1f} [{r['hard_diff_lo']:+.1f}, {r['hard_diff_hi']:+.1f}]"
+    assert mr2[header.index("Hard")] == f"{r['hard_mean']:.1f} ± {r['hard_std']:.1f}"
+    assert lines[-1].split("|")[3].strip() == "c_bar=0.5"  # sweep variants after the defaults
+    R.write_results_table(table, tmp_path / "results.csv", tmp_path / "results.md")
+    back = pd.read_csv(tmp_path / "results.csv")
+    assert list(back.columns) == list(table.columns)
+    assert np.allclose(back["hard_diff"].to_numpy(float), table["hard_diff"].to_numpy(float), equal_nan=True)
+    assert (tmp_path / "results.md").read_text() == md
