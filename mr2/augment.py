@@ -69,19 +69,22 @@ def random_shift(x: torch.Tensor, max_shift: int = 4, generator: torch.Generator
     return out * valid[:, None, :].to(out.dtype)
 
 
-def normalize(x: torch.Tensor, mean: Sequence[float], std: Sequence[float]) -> torch.Tensor:
-    """float32 (x - mean_c) / std_c per channel (dim 1); uint8 x is first divided by 255."""
+def normalize(x: torch.Tensor, mean: Sequence[float] | torch.Tensor, std: Sequence[float] | torch.Tensor) -> torch.Tensor:
+    """float32 (x - mean_c) / std_c per channel (dim 1); uint8 x is first divided by 255.
+
+    ``mean``/``std`` may be sequences or tensors (kept on the device: no host sync per call).
+    """
     xf = x.to(torch.float32)
     if x.dtype == torch.uint8:
         xf = xf / 255.0
     c = x.shape[1]
     if len(mean) != c or len(std) != c:
         raise ValueError(f"normalize: {c} channels but {len(mean)} means and {len(std)} stds")
-    shape = (1, c) + (1,) * (x.dim() - 2)
-    m = torch.tensor(mean, dtype=torch.float32, device=x.device).view(shape)
-    s = torch.tensor(std, dtype=torch.float32, device=x.device).view(shape)
-    if bool((s <= 0).any()):
+    if not isinstance(std, torch.Tensor) and min(std) <= 0:
         raise ValueError(f"normalize: std must be positive, got {list(std)}")
+    shape = (1, c) + (1,) * (x.dim() - 2)
+    m = torch.as_tensor(mean, dtype=torch.float32, device=x.device).view(shape)
+    s = torch.as_tensor(std, dtype=torch.float32, device=x.device).view(shape)
     return (xf - m) / s
 
 

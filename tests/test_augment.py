@@ -119,6 +119,8 @@ def test_normalize_uint8_float_and_signals():
         normalize(x, (0.5,), (0.5,))
     with pytest.raises(ValueError, match="std"):
         normalize(sig, (0.0,), (0.0,))
+    as_tensors = normalize(x, torch.tensor([0.5, 0.2]), torch.tensor([0.5, 0.1]))
+    torch.testing.assert_close(as_tensors, expected)
 
 
 def test_auto_augment_deterministic_and_per_image():
@@ -174,3 +176,13 @@ def test_cuda_matches_cpu_with_cpu_generator():
     assert torch.equal(cpu, cuda)
     s = torch.randn(8, 1, 20, generator=gen(1))
     assert torch.equal(random_shift(s, 3, gen(2)), random_shift(s.cuda(), 3, gen(2)).cpu())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_auto_augment_on_cuda_matches_cpu():
+    """Same decisions on both devices; float rounding in the colour ops may move a value by 1."""
+    x = torch.randint(0, 256, (64, 3, 16, 16), dtype=torch.uint8, generator=gen(1))
+    cpu = auto_augment(x, gen(2))
+    cuda = auto_augment(x.cuda(), gen(2))
+    assert cuda.device.type == "cuda" and cuda.dtype == torch.uint8
+    assert (cpu.int() - cuda.cpu().int()).abs().max() <= 1
