@@ -35,8 +35,12 @@ def _rand(size: tuple[int, ...], generator: torch.Generator | None, device) -> t
     return torch.rand(size, generator=generator, device=gen_device).to(device)
 
 
-def random_crop_flip(x: torch.Tensor, padding: int = 4, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Per-image zero-padded random crop of the same size plus random horizontal flip; x (N, C, H, W)."""
+def random_crop_flip(x: torch.Tensor, padding: int = 4, generator: torch.Generator | None = None,
+                     flip: bool = True) -> torch.Tensor:
+    """Per-image zero-padded random crop of the same size plus random horizontal flip; x (N, C, H, W).
+
+    ``flip=False`` keeps the crop and never mirrors (for data where mirroring changes the class,
+    e.g. digits); the random draws are the same, so the crops do not depend on it."""
     if x.dim() != 4:
         raise ValueError(f"random_crop_flip expects (N, C, H, W), got shape {tuple(x.shape)}")
     if padding < 0:
@@ -45,9 +49,9 @@ def random_crop_flip(x: torch.Tensor, padding: int = 4, generator: torch.Generat
     padded = F.pad(x, (padding, padding, padding, padding)) if padding else x
     dy = _randint(2 * padding + 1, (n,), generator, x.device)
     dx = _randint(2 * padding + 1, (n,), generator, x.device)
-    flip = _randint(2, (n,), generator, x.device).bool()
+    mirror = _randint(2, (n,), generator, x.device).bool() & flip
     cols = torch.arange(w, device=x.device)
-    cols = torch.where(flip[:, None], cols.flip(0), cols)  # (N, W)
+    cols = torch.where(mirror[:, None], cols.flip(0), cols)  # (N, W)
     rows = dy[:, None] + torch.arange(h, device=x.device)  # (N, H)
     cols = dx[:, None] + cols
     batch = torch.arange(n, device=x.device)[:, None, None]

@@ -54,6 +54,7 @@ DEFAULTS: dict[str, Any] = {
         "grad_clip": None,  # max global gradient norm, None = off
         "augment": "auto",  # auto (crop+flip for images, shift for signals) | none
         "crop_padding": 4,
+        "flip": True,  # random horizontal flips (turn off where mirroring changes the class)
         "shift": 4,  # max shift of 1-D signals
         "auto_augment": False,  # AutoAugment (images only), off by default
         "select": "last",  # last | best_val: which epoch's weights are the result (never test data)

@@ -25,6 +25,7 @@ import torch
 from .data import load_prepared
 from .io import save_csv, save_json
 from .augment import normalize
+from .loader import Source
 from .losses import build_loss, logit_margin_cross_entropy
 from .models import build_model
 from .stats import class_moments, lp_sq_norm
@@ -35,7 +36,7 @@ STAT_NORMS = (2.0, 3.0, 5.0)
 
 def run_keys(cfg: dict[str, Any]) -> dict[str, Any]:
     """The identity of a run in every table: dataset, method, variant, seed."""
-    return {"dataset": cfg["data"]["name"], "method": cfg["method"]["name"],
+    return {"dataset": cfg.get("tags", {}).get("dataset_key", cfg["data"]["name"]), "method": cfg["method"]["name"],
             "variant": cfg.get("tags", {}).get("variant", "default"), "seed": cfg["seed"]}
 
 
@@ -79,9 +80,11 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
         return normalize(x, mean, std)
 
     bs, amp = cfg["train"]["eval_batch_size"], cfg["amp"]
-    test_logits, test_feats = predict(model, data.test.x, bs, transform, dev, amp)
-    train_logits, train_feats = predict(model, data.train.x, bs, transform, dev, amp)
-    y_test, y_train = data.test.y.to(dev), data.train.y.to(dev)
+    workers = cfg["train"]["num_workers"]
+    test, train = Source(data.test, dev, workers), Source(data.train, dev, workers)
+    test_logits, test_feats = predict(model, test, bs, transform, dev, amp)
+    train_logits, train_feats = predict(model, train, bs, transform, dev, amp)
+    y_test, y_train = test.y, train.y
     pred = test_logits.argmax(1)
     acc = per_class_accuracy(pred, y_test, k)
     gamma = loss.class_summary().get("gamma", torch.ones(k, device=dev)).float()
@@ -106,7 +109,7 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
     confusion = pd.DataFrame({**{key: [value] * (k * k) for key, value in keys.items()},
                               "true": true.ravel(), "predicted": predicted.ravel(), "count": conf.ravel()})
 
-    weight = model.classifier_weight().detach().float()
+    weight = getattr(model.head, "fc", model.head).weight.detach().float()  # linear or cosine head
     seen = ~acc.isnan()
     metrics = {
         **keys,

@@ -31,6 +31,7 @@ from . import augment as aug
 from .config import ConfigError
 from .data import load_prepared
 from .io import save_csv, save_torch, save_yaml
+from .loader import Source, in_memory
 from .losses import build_loss
 from .models import build_model, freeze_backbone
 
@@ -80,18 +81,18 @@ class HeadOnly(nn.Module):
         self.model = model
 
     def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.model.classify_features(features)
+        e = self.model.head.embed(features)
+        return self.model.head.classify(e), e
 
 
 @torch.no_grad()
-def predict(net: nn.Module, x: torch.Tensor, batch_size: int, transform: Callable, device, amp: str):
-    """Logits and features of ``x`` in eval mode, in large batches without gradients."""
+def predict(net: nn.Module, source: Source, batch_size: int, transform: Callable, device, amp: str):
+    """Logits and features of a whole split in eval mode, in large batches without gradients."""
     net.eval()
     logits, feats = [], []
-    for i in range(0, len(x), batch_size):
-        xb = transform(x[i : i + batch_size].to(device, non_blocking=True))
+    for xb, _ in source.batches(torch.arange(len(source)), batch_size):
         with autocast_for(device, amp):
-            lo, fe = net(xb)
+            lo, fe = net(transform(xb))
         logits.append(lo.float())
         feats.append(fe.float())
     return torch.cat(logits), torch.cat(feats)
@@ -134,26 +135,27 @@ class Runner:
         self.mean = torch.tensor(info.mean, device=self.device)
         self.std = torch.tensor(info.std, device=self.device)
         self.kind = info.kind
+        workers = tc["num_workers"]
+        train_src, val_src = (Source(self.data.train, self.device, workers), Source(self.data.val, self.device, workers))
         if self.mode == "linear_probe":
             freeze_backbone(self.model)
             self.net = HeadOnly(self.model)
-            self.train_x, self.val_x = self._cached_features(self.data.train.x), self._cached_features(self.data.val.x)
+            train_src, val_src = self._cached_features(train_src), self._cached_features(val_src)
         else:
             self.net = self.model
-            self.train_x, self.val_x = self.data.train.x.to(self.device), self.data.val.x.to(self.device)
+        self.train_src, self.val_src = train_src, val_src
         if tc["compile"]:
             try:
                 self.net = torch.compile(self.net)
             except Exception as exc:  # noqa: BLE001 - reported, then run without it
                 self.log(f"[train] torch.compile unavailable ({exc}); running uncompiled")
-        self.train_y, self.val_y = self.data.train.y.to(self.device), self.data.val.y.to(self.device)
         params = [p for p in list(self.model.parameters()) + list(self.loss.parameters()) if p.requires_grad]
         if tc["optimizer"] == "sgd":
             self.opt = torch.optim.SGD(params, lr=tc["lr"], momentum=tc["momentum"], nesterov=tc["nesterov"],
                                        weight_decay=tc["weight_decay"])
         else:
             self.opt = torch.optim.AdamW(params, lr=tc["lr"], weight_decay=tc["weight_decay"])
-        n = len(self.train_y)
+        n = len(self.train_src)
         self.batch = min(tc["batch_size"], n)
         self.steps_per_epoch = n // self.batch  # the last partial batch is dropped (BatchNorm needs > 1 sample)
         self.total_steps = self.steps_per_epoch * tc["epochs"]
@@ -173,21 +175,21 @@ class Runner:
         if self.kind == "image":
             if tc["auto_augment"]:
                 x = aug.auto_augment(x, gen)
-            x = aug.random_crop_flip(x, tc["crop_padding"], gen)
+            x = aug.random_crop_flip(x, tc["crop_padding"], gen, flip=tc["flip"])
         else:
             x = aug.random_shift(x, tc["shift"], gen)
         return self.normalise(x)
 
-    def _cached_features(self, x: torch.Tensor) -> torch.Tensor:
-        """Backbone features of ``x``, extracted once (frozen backbone, no augmentation)."""
+    def _cached_features(self, source: Source) -> Source:
+        """Backbone features of a split, extracted once (frozen backbone, no augmentation)."""
         backbone = self.model.backbone.eval()
         out = []
         with torch.no_grad():
-            for i in range(0, len(x), self.cfg["train"]["eval_batch_size"]):
-                xb = self.normalise(x[i : i + self.cfg["train"]["eval_batch_size"]].to(self.device))
+            for xb, _ in source.batches(torch.arange(len(source)), self.cfg["train"]["eval_batch_size"]):
                 with autocast_for(self.device, self.amp):
-                    out.append(backbone(xb).float())
-        return torch.cat(out)
+                    out.append(backbone(self.normalise(xb)).float())
+        feats = torch.cat(out) if out else torch.empty(0, self.model.feature_dim, device=self.device)
+        return in_memory(feats, source.y, self.device)
 
     # ---------------------------------------------------------------- state
     def state(self) -> dict[str, Any]:
@@ -209,16 +211,14 @@ class Runner:
             self.model.backbone.eval()
         self.loss.train()
         self.loss.on_epoch_start(epoch)
-        perm = torch.randperm(len(self.train_y), generator=order_gen).to(self.device)
+        perm = torch.randperm(len(self.train_src), generator=order_gen)
         sums: dict[str, torch.Tensor] = {}
         correct = torch.zeros((), device=self.device)
         views = self.loss.n_views
-        for step in range(self.steps_per_epoch):
+        for step, (xb, yb) in enumerate(self.train_src.batches(perm, self.batch, drop_last=True)):
             lr = lr_at(epoch * self.steps_per_epoch + step, self.total_steps, self.warmup_steps, tc["lr"], tc["min_lr"])
             for group in self.opt.param_groups:
                 group["lr"] = lr
-            idx = perm[step * self.batch : (step + 1) * self.batch]
-            xb, yb = self.train_x[idx], self.train_y[idx]
             xin = torch.cat([self.train_transform(xb, aug_gen) for _ in range(views)])
             yin = yb.repeat(views)
             with autocast_for(self.device, self.amp):
@@ -243,14 +243,21 @@ class Runner:
         return stats
 
     def validate(self) -> dict[str, float]:
-        if len(self.val_y) == 0:
+        if len(self.val_src) == 0:
             return {}
-        logits, _ = predict(self.net, self.val_x, self.cfg["train"]["eval_batch_size"], self.eval_transform,
+        logits, _ = predict(self.net, self.val_src, self.cfg["train"]["eval_batch_size"], self.eval_transform,
                             self.device, self.amp)
-        acc = per_class_accuracy(logits.argmax(1), self.val_y, self.k)
+        y = self.val_src.y
+        acc = per_class_accuracy(logits.argmax(1), y, self.k)
         seen = ~acc.isnan()
-        return {"val_acc": (logits.argmax(1) == self.val_y).float().mean().item(),
+        return {"val_acc": (logits.argmax(1) == y).float().mean().item(),
                 "val_worst_class_acc": acc[seen].min().item()}
+
+
+def run_identity(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The config without the keys that only say where/how fast it runs (threads, device):
+    a checkpoint of the same identity is resumed."""
+    return {k: v for k, v in cfg.items() if k not in ("threads", "device")}
 
 
 def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print) -> dict[str, Any]:
@@ -264,7 +271,7 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     start, best = 0, None
     if ckpt_path.exists():
         ckpt = torch.load(ckpt_path, map_location=runner.device, weights_only=False)
-        if ckpt["config"] == cfg:
+        if run_identity(ckpt["config"]) == run_identity(cfg):
             runner.load_state(ckpt["state"])
             runner.opt.load_state_dict(ckpt["optimizer"])
             start, rows, best = ckpt["epoch"], ckpt["rows"], ckpt["best"]
