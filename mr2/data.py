@@ -177,6 +177,12 @@ def _find_fashion_mnist(dirs: list[Path]) -> Path | None:
     return next((d for d in dirs if all((d / n).is_file() for n in names)), None)
 
 
+def _fashion_mnist_missing(dirs: list[Path]) -> str:
+    looked = ", ".join(str(d) for d in dirs)
+    return (f"fashion_mnist: the four IDX .gz files were not found in any of: {looked}; "
+            "install Debian's dataset-fashion-mnist package or run with download=True")
+
+
 def _load_fashion_mnist(root, download):
     dirs = _fashion_mnist_dirs(root)
     found = _find_fashion_mnist(dirs)
@@ -187,11 +193,7 @@ def _load_fashion_mnist(root, download):
         tvd.FashionMNIST(str(target), train=True, download=True)
         found = _find_fashion_mnist([target / "FashionMNIST" / "raw"])
     if found is None:
-        looked = ", ".join(str(d) for d in dirs)
-        raise FileNotFoundError(
-            f"fashion_mnist: the four IDX .gz files were not found in any of: {looked}; "
-            "install Debian's fashion-mnist data or run with download=True"
-        )
+        raise FileNotFoundError(_fashion_mnist_missing(dirs))
     splits = tuple(
         TensorSplit(*read_idx_pair(found / img, found / lab)) for img, lab in FASHION_MNIST_FILES.values()
     )
@@ -261,6 +263,35 @@ DATASETS: dict[str, DatasetSpec] = {
     "imagenet": DatasetSpec("imagenet", "image", "files", _folder_loader("imagenet")),
     "image_folder": DatasetSpec("image_folder", "image", "files", _folder_loader("image_folder")),
 }
+
+
+def check_available(cfg: dict) -> dict:
+    """Resolve a dataset config and check, cheaply and before any job runs, that its files are
+    where the loader will look (or that download is on). Returns the resolved config; a
+    missing dataset is a FileNotFoundError saying where it was looked for and how to get it."""
+    out = resolve_config(cfg)
+    name, root, download = out["name"], out["root"], out["download"]
+    if download or name in ("mnist1d", "digits"):
+        return out
+    if name == "fashion_mnist":
+        dirs = _fashion_mnist_dirs(root)
+        if _find_fashion_mnist(dirs) is None:
+            raise FileNotFoundError(_fashion_mnist_missing(dirs))
+    elif name == "cifar100":
+        folder = Path(root if root is not None else DEFAULT_DATA_ROOT) / "cifar-100-python"
+        if not folder.is_dir():
+            raise FileNotFoundError(f"cifar100: {folder} not found; set download: true or unpack cifar-100-python.tar.gz there")
+    elif name in TORCHVISION_SETS:
+        where = Path(root if root is not None else DEFAULT_DATA_ROOT) / TORCHVISION_SETS[name].folder
+        if not where.is_dir():
+            raise FileNotFoundError(f"dataset {name!r} not found: looked for {where}; {TORCHVISION_SETS[name].how_to_get}")
+    else:  # image folders
+        where = Path(root) if root is not None else DEFAULT_DATA_ROOT / name
+        if root is None and name == "image_folder":
+            raise ValueError("dataset 'image_folder' needs root= (a folder holding train/ and val/ or test/)")
+        if not (where / "train").is_dir():
+            raise FileNotFoundError(f"dataset {name!r} not found: no {where / 'train'} folder (layout: root/train/<class>/*)")
+    return out
 
 
 def _spec(name: str) -> DatasetSpec:
