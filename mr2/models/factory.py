@@ -20,6 +20,7 @@ The CIFAR nets (resnet32, wrn28_10) and small_cnn pool globally, so inputs large
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -142,8 +143,11 @@ def build_model(
     opts = resolve_model_options(name, options)
     if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 2:
         raise ValueError(f"num_classes must be an integer >= 2, got {num_classes!r}")
-    shape = tuple(input_shape)
-    if not shape or not all(isinstance(d, int) and d > 0 for d in shape):
+    try:
+        shape = tuple(operator.index(d) for d in input_shape)
+    except TypeError:
+        shape = ()
+    if not shape or min(shape) < 1:
         raise ValueError(f"input_shape must be a non-empty tuple of positive integers, got {input_shape!r}")
     problem = spec.check_input(shape, opts)
     if problem:

@@ -45,8 +45,10 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     return dict(state)
 
 
-def _load_strict(module: nn.Module, state: dict[str, torch.Tensor], where: str, path: Path) -> None:
-    own = module.state_dict()
+def _load_strict(module: nn.Module, state: dict[str, torch.Tensor], where: str, path: Path, prefix: str) -> None:
+    """Load ``state`` into ``module`` or raise naming every offending key (as ``prefix`` + key)."""
+    own = {prefix + k: v for k, v in module.state_dict().items()}
+    state = {prefix + k: v for k, v in state.items()}
     missing = sorted(set(own) - set(state))
     unexpected = sorted(set(state) - set(own))
     shapes = sorted(f"{k} (file {tuple(state[k].shape)}, model {tuple(own[k].shape)})" for k in set(own) & set(state) if state[k].shape != own[k].shape)
@@ -59,7 +61,7 @@ def _load_strict(module: nn.Module, state: dict[str, torch.Tensor], where: str, 
         problems.append(f"shape mismatches: {_keys(shapes)}")
     if problems:
         raise ValueError(f"weights file {path} does not match the {where}; " + "; ".join(problems))
-    module.load_state_dict(state, strict=True)
+    module.load_state_dict({k[len(prefix):]: v for k, v in state.items()}, strict=True)
 
 
 def load_weights(model: Classifier, path: str | Path, head: bool = True, ignore_prefix: str | None = None) -> Classifier:
@@ -70,11 +72,11 @@ def load_weights(model: Classifier, path: str | Path, head: bool = True, ignore_
     state = read_state_dict(path)
     if state and all(k.startswith(("backbone.", "head.")) for k in state):
         part = lambda prefix: {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}  # noqa: E731
-        _load_strict(model.backbone, part("backbone."), "model's backbone", path)
+        _load_strict(model.backbone, part("backbone."), "model's backbone", path, "backbone.")
         if head:
-            _load_strict(model.head, part("head."), "model's head", path)
+            _load_strict(model.head, part("head."), "model's head", path, "head.")
         return model
     if ignore_prefix:
         state = {k: v for k, v in state.items() if not k.startswith(ignore_prefix)}
-    _load_strict(model.backbone, state, "model's backbone (file read as a bare backbone state_dict)", path)
+    _load_strict(model.backbone, state, "model's backbone (file read as a bare backbone state_dict)", path, "")
     return model
