@@ -13,8 +13,8 @@ Convs use He (Kaiming normal, fan-in) initialisation.
 WRN-d-k (d = 28, k = 10): a 3×3 conv with 16 channels, three stages of (d − 4)/6 = 4
 pre-activation blocks (BN-ReLU-conv3×3-BN-ReLU-dropout-conv3×3) with 16k/32k/64k = 160/320/640
 channels, a 1×1 conv shortcut where the shape changes, a final BN-ReLU and global average
-pooling: 640 features, 36.5M parameters. Dropout between the convs defaults to 0 (the paper's
-CIFAR recipe with AutoAugment does not use it). Convs use Kaiming normal (fan-out) initialisation.
+pooling: 640 features, 36.5M parameters. Dropout between the convs defaults to 0 (none;
+the WRN paper's dropout variant uses 0.3: set the ``dropout`` option). Convs use Kaiming normal (fan-out) initialisation.
 """
 
 from __future__ import annotations
