@@ -2,12 +2,18 @@
 
 ERM's per-class accuracy (mean over seeds) is BASE[c]; its ranking is known, so the hard
 third is HARD etc. Every method adds a known per-class effect; seeds add noise.
+``write_run`` writes one run directory in the exact file formats of mr2.train and mr2.evaluate.
 """
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
+import yaml
+
+from mr2.io import save_csv
 
 K = 9
 SEEDS = (0, 1, 2)
@@ -56,3 +62,32 @@ def tables(datasets=("toy",), methods=METHODS, seeds=SEEDS, sweeps=(), epochs=4,
     epochs_frame = pd.DataFrame(log)
     epochs_frame["class"] = epochs_frame["class"].astype("Int64")
     return {"per_class": pd.DataFrame(per_class), "runs": pd.DataFrame(runs), "epochs": epochs_frame}
+
+
+# ----------------------------------------------------------------------------- a fake run tree
+def write_run(root, dataset, method, variant, seed, k=4, dataset_key=None, epochs=2):
+    """A run directory in the exact formats of mr2.train and mr2.evaluate."""
+    run = root / "runs" / (dataset_key or dataset) / method / variant / f"seed{seed}"
+    cfg = {"seed": seed, "device": "cpu", "tags": {"variant": variant, **({"dataset_key": dataset_key} if dataset_key else {})},
+           "data": {"name": dataset, "train_cap": None}, "model": {"name": "small_cnn", "options": {}},
+           "method": {"name": method, "options": {"c_bar": 0.5} if variant == "c_bar=0.5" else {}},
+           "train": {"epochs": epochs, "lr": 0.05}}
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    rows = []
+    for e in range(1, epochs + 1):
+        rows += [{"epoch": e, "class": None, "name": n, "value": 0.1 * e} for n in ("train_loss", "lr", "val_acc")]
+        if method.startswith("mr2"):
+            rows += [{"epoch": e, "class": c, "name": "gamma", "value": 1.0 + 0.01 * c} for c in range(k)]
+    save_csv(pd.DataFrame(rows, columns=["epoch", "class", "name", "value"]), run / "epochs.csv")
+    acc = (np.arange(k) + 1) / (k + 1) + 0.01 * seed
+    table = pd.DataFrame({"dataset": dataset, "method": method, "variant": variant, "seed": seed, "class": np.arange(k),
+                          "class_name": [f"n{c}" for c in range(k)], "n_test": 10, "accuracy": acc,
+                          "gamma": 1.0, "mean_sq_norm": 2.0, "spread": 0.5, "a": 2.5, "n_train": 50,
+                          "mean_sq_norm_p3": 1.0, "spread_p3": 0.1, "a_p3": 1.1, "test_a": 2.6})
+    save_csv(table, run / "eval" / "per_class.csv")
+    metrics = {"dataset": dataset, "method": method, "variant": variant, "seed": seed, "top1": float(acc.mean()),
+               "mean_class_acc": float(acc.mean()), "worst_class_acc": float(acc.min()), "worst_class": 0,
+               "std_class_acc": float(acc.std()), "n_test": 10 * k, "config": cfg}
+    (run / "eval" / "metrics.json").write_text(json.dumps(metrics))
+    return run

@@ -129,3 +129,20 @@ def test_group_bars_match_the_group_accuracy(tmp_path, captured):
     per_run = R.run_group_accuracy(t["per_class"].query("dataset == 'toy' and variant == 'default'"), groups)
     expected = sorted(100 * per_run.groupby("method")[["all", "easy", "medium", "hard"]].mean().to_numpy().ravel())
     assert heights == pytest.approx(expected)
+
+
+def test_end_to_end_from_a_run_tree(tmp_path):
+    """aggregate -> CSV -> read back -> groups -> results table and every figure."""
+    dirs = [syn.write_run(tmp_path, "fmnist", m, "default", s, k=6) for m in ("erm", "mr2") for s in (0, 1)]
+    dirs.append(syn.write_run(tmp_path, "fmnist", "mr2", "c_bar=0.5", 0, k=6))
+    R.write_tables(R.aggregate(dirs), tmp_path / "tables")
+    tables = R.read_tables(tmp_path / "tables")
+    groups = R.difficulty_table(tables["per_class"])
+    assert list(groups.sort_values("class")["group"]) == ["hard"] * 2 + ["medium"] * 2 + ["easy"] * 2
+    table = R.results_table(tables["per_class"], tables["runs"], groups)
+    assert list(table["variant"]) == ["default", "default", "c_bar=0.5"]
+    made = F.make_figures(tables, groups, tmp_path / "figures")
+    for paths in made.values():
+        check_files(paths)
+    sweep = F.sweep_table(tables["per_class"], tables["runs"], groups)
+    assert sorted(sweep["value"].unique()) == [0.5, 1.0]
