@@ -203,7 +203,8 @@ def results_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd
                       paired difference to the reference method (same dataset and seed),
                       mean with a ``level`` t-interval (``paired_difference``); NaN for the
                       reference itself and for runs without a reference of the same seed
-    and n_seeds, n_paired. The reference's rows come first in each dataset.
+    and n_seeds, n_paired. Rows keep the order of first appearance in ``per_class`` (datasets,
+    then methods), with the reference first and default variants before the others.
     """
     per_run = per_run_metrics(per_class, runs, groups)
     metrics = [m for m in METRICS if m in per_run]
