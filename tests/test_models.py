@@ -208,6 +208,9 @@ def test_non_state_dict_file_is_rejected(tmp_path):
     torch.save({"epoch": 3}, tmp_path / "x.pt")
     with pytest.raises(ValueError, match="plain state_dict"):
         build_model("mlp", 3, (1, 8, 8), weights=str(tmp_path / "x.pt"))
+    (tmp_path / "junk.pt").write_text("not a checkpoint")
+    with pytest.raises(ValueError, match="junk.pt could not be read"):
+        build_model("mlp", 3, (1, 8, 8), weights=str(tmp_path / "junk.pt"))
 
 
 def test_torchvision_state_dict_loads_with_head_ignored(tmp_path):

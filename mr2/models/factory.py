@@ -21,7 +21,7 @@ The CIFAR nets (resnet32, wrn28_10) and small_cnn pool globally, so inputs large
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -75,7 +75,7 @@ class ModelSpec:
     defaults: dict[str, Any]
     check_input: Callable[[Shape, dict[str, Any]], str | None]
     torchvision_head_prefix: str | None = None
-    summary: str = field(default="")
+    summary: str = ""
 
 
 MODELS: dict[str, ModelSpec] = {
