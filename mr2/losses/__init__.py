@@ -1,16 +1,38 @@
-"""Losses: the MR² objective, its ablations, the baselines, and the factory that builds them."""
+"""Losses: the MR² objective, its ablations, the baselines, the release's loss, and the
+factory that builds them by name (see ``factory`` for the list of methods)."""
 
 from .base import ClassLoss, LossOutput
-from .factory import METHODS, build_loss, method_options, resolve_options
+from .center import CenterLoss
+from .eql import EqualizationLoss
+from .erm import CrossEntropy
+from .factory import METHODS, NEEDS_COUNTS, build_loss, method_options, resolve_options
+from .fairdro import FairDROLoss
+from .focal import FocalLoss
+from .group_dro import GroupDROLoss
+from .ldam import LDAMLoss
+from .logit_adjust import LogitAdjustedLoss
 from .margin_ce import logit_margin_cross_entropy
 from .mr2 import MR2Loss
+from .release import ReleaseMR2Loss
 from .rep_margin import representation_margin_loss
+from .supcon import SupConLoss
 
 __all__ = [
+    "CenterLoss",
     "ClassLoss",
+    "CrossEntropy",
+    "EqualizationLoss",
+    "FairDROLoss",
+    "FocalLoss",
+    "GroupDROLoss",
+    "LDAMLoss",
+    "LogitAdjustedLoss",
     "LossOutput",
     "METHODS",
     "MR2Loss",
+    "NEEDS_COUNTS",
+    "ReleaseMR2Loss",
+    "SupConLoss",
     "build_loss",
     "logit_margin_cross_entropy",
     "method_options",

@@ -1,32 +1,110 @@
-"""Build a loss by method name, rejecting options the method does not take."""
+"""Build a loss by method name, rejecting options the method does not take.
+
+Methods and their reading (formulas and references in each module's docstring):
+
+- ``erm``: cross-entropy (erm.py).
+- ``mr2``: MR², logit-margin CE with Corollary 1 margins from running class statistics plus
+  λ × the representation-margin loss (mr2.py).
+- ``mr2_uniform``: MR² with γ_k = c̄ for every class (representation loss kept).
+- ``mr2_no_rep``: MR² with λ = 0 (adaptive margins kept).
+- ``mr2_release``: the loss as the authors' release computes it: per-batch L5 statistics in
+  running buffers reset every epoch, s̄ forced to 0, rescaled representation term (release.py).
+- ``focal``: focal loss, −(1 − p_y)^γ log p_y, γ = 2 (Lin et al. 2017; focal.py).
+- ``ldam``: LDAM, CE of s·(z − Δ_y e_y) with Δ_k ∝ n_k^{−1/4}, max 0.5, s = 30 on cosine logits;
+  optional DRW (Cao et al. 2019; ldam.py). Needs class counts.
+- ``logit_adjust``: CE of z + τ log π, τ = 1 (Menon et al. 2021; logit_adjust.py). Needs
+  class counts; equals ERM on balanced data.
+- ``eql``: softmax equalization loss: negatives of classes with frequency < λ dropped from the
+  softmax with probability γ (Tan et al. 2020; eql.py). Needs class counts; ERM on balanced
+  data when 1/K ≥ λ.
+- ``supcon``: CE + w·SupCon on a loss-owned projection head, τ = 0.1, two views
+  (Khosla et al. 2020; supcon.py).
+- ``center``: CE + λ·½‖x − c_y‖² with learned centres, λ = 0.003, centres moved by the paper's
+  α-rule through the optimiser (Wen et al. 2016; center.py).
+- ``dro``: group DRO over classes, online exponentiated weights, η = 0.01
+  (Sagawa et al. 2020; group_dro.py).
+- ``fairdro``: χ²-robust class reweighting, mean + √(2ρ)·std of class losses with q set each
+  epoch, ρ = 0.3 (Jung et al. 2023 adapted to class groups; fairdro.py).
+
+Every builder is called as ``builder(num_classes, feature_dim, class_counts, **options)``;
+methods in ``NEEDS_COUNTS`` use the counts, the others ignore them.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
+
+import torch
 
 from .base import ClassLoss
+from .center import CenterLoss
+from .eql import EqualizationLoss
 from .erm import CrossEntropy
+from .fairdro import FairDROLoss
+from .focal import FocalLoss
+from .group_dro import GroupDROLoss
+from .ldam import LDAMLoss
+from .logit_adjust import LogitAdjustedLoss
 from .mr2 import MR2Loss
+from .release import ReleaseMR2Loss
+from .supcon import SupConLoss
 
 # Every default is visible here. c̄ and λ are the release's values (c̄ = 1: the release's
 # margins have mean 1; λ = 0.1); p = 2 follows the paper for unnormalised features; the
 # momentum is per sample of a class (see mr2.stats). The paper publishes none of them.
 MR2_DEFAULTS: dict[str, Any] = {"c_bar": 1.0, "lam": 0.1, "p": 2.0, "momentum": 0.99}
 
+# Baselines: published defaults where the paper gives one (see each module for the source).
+FOCAL_DEFAULTS: dict[str, Any] = {"gamma": 2.0}
+LDAM_DEFAULTS: dict[str, Any] = {"max_margin": 0.5, "s": 30.0, "drw_epoch": None, "drw_beta": 0.9999}
+LOGIT_ADJUST_DEFAULTS: dict[str, Any] = {"tau": 1.0}
+EQL_DEFAULTS: dict[str, Any] = {"lam": 5e-3, "gamma": 0.9}
+SUPCON_DEFAULTS: dict[str, Any] = {"weight": 1.0, "temperature": 0.1, "proj_dim": 128}
+CENTER_DEFAULTS: dict[str, Any] = {"lam": 0.003, "alpha": 0.5}
+DRO_DEFAULTS: dict[str, Any] = {"eta": 0.01}
+FAIRDRO_DEFAULTS: dict[str, Any] = {"rho": 0.3}
+RELEASE_DEFAULTS: dict[str, Any] = {"lam": 0.1, "decay": 0.9, "zero_s_bar": True}
+
+#: methods whose loss is defined by the training-set class counts (``class_counts`` required).
+NEEDS_COUNTS = frozenset({"ldam", "logit_adjust", "eql"})
+
 
 def _mr2(margin: str, fixed: dict[str, Any]) -> Callable[..., ClassLoss]:
-    def build(num_classes: int, feature_dim: int, **opts: Any) -> ClassLoss:
+    def build(num_classes: int, feature_dim: int, class_counts: Any, **opts: Any) -> ClassLoss:
         return MR2Loss(num_classes, feature_dim, margin=margin, **{**opts, **fixed})
+
+    return build
+
+
+def _plain(cls: type[ClassLoss]) -> Callable[..., ClassLoss]:
+    def build(num_classes: int, feature_dim: int, class_counts: Any, **opts: Any) -> ClassLoss:
+        return cls(num_classes, feature_dim, **opts)
+
+    return build
+
+
+def _counted(cls: type[ClassLoss]) -> Callable[..., ClassLoss]:
+    def build(num_classes: int, feature_dim: int, class_counts: Any, **opts: Any) -> ClassLoss:
+        return cls(num_classes, feature_dim, class_counts, **opts)
 
     return build
 
 
 # name -> (builder, {option: default}, {option: value the method fixes})
 METHODS: dict[str, tuple[Callable[..., ClassLoss], dict[str, Any], dict[str, Any]]] = {
-    "erm": (lambda num_classes, feature_dim: CrossEntropy(), {}, {}),
+    "erm": (lambda num_classes, feature_dim, class_counts: CrossEntropy(), {}, {}),
     "mr2": (_mr2("adaptive", {}), dict(MR2_DEFAULTS), {}),
     "mr2_uniform": (_mr2("uniform", {}), dict(MR2_DEFAULTS), {}),
     "mr2_no_rep": (_mr2("adaptive", {"lam": 0.0}), {k: v for k, v in MR2_DEFAULTS.items() if k != "lam"}, {"lam": 0.0}),
+    "mr2_release": (_plain(ReleaseMR2Loss), dict(RELEASE_DEFAULTS), {}),
+    "focal": (_plain(FocalLoss), dict(FOCAL_DEFAULTS), {}),
+    "ldam": (_counted(LDAMLoss), dict(LDAM_DEFAULTS), {}),
+    "logit_adjust": (_counted(LogitAdjustedLoss), dict(LOGIT_ADJUST_DEFAULTS), {}),
+    "eql": (_counted(EqualizationLoss), dict(EQL_DEFAULTS), {}),
+    "supcon": (_plain(SupConLoss), dict(SUPCON_DEFAULTS), {}),
+    "center": (_plain(CenterLoss), dict(CENTER_DEFAULTS), {}),
+    "dro": (_plain(GroupDROLoss), dict(DRO_DEFAULTS), {}),
+    "fairdro": (_plain(FairDROLoss), dict(FAIRDRO_DEFAULTS), {}),
 }
 
 
@@ -56,13 +134,26 @@ def resolve_options(method: str, options: dict[str, Any] | None = None) -> dict[
     return {**defaults, **options}
 
 
-def build_loss(method: str, num_classes: int, feature_dim: int, **options: Any) -> ClassLoss:
+def build_loss(
+    method: str,
+    num_classes: int,
+    feature_dim: int,
+    class_counts: Sequence[float] | torch.Tensor | None = None,
+    **options: Any,
+) -> ClassLoss:
     """Build the loss of ``method`` for K = ``num_classes`` and features of width ``feature_dim``.
 
-    Methods: ``erm`` (cross-entropy), ``mr2`` (adaptive margins + representation loss),
-    ``mr2_uniform`` (γ_k = c̄, representation loss kept), ``mr2_no_rep`` (adaptive margins,
-    λ = 0). Options: ``c_bar``, ``lam``, ``p``, ``momentum`` (see ``MR2_DEFAULTS``).
+    ``class_counts`` (length K, the training-set count of each class) is required by the
+    methods in ``NEEDS_COUNTS`` (a clear error otherwise) and ignored by the others, so the
+    engine can always pass it. ``options`` override the method's defaults (see the module
+    docstring and ``method_options``); unknown options and invalid values raise a
+    ``ValueError`` naming the option.
     """
     resolved = resolve_options(method, options)
+    if method in NEEDS_COUNTS and class_counts is None:
+        raise ValueError(
+            f"method {method!r} needs class_counts (the training-set count of each class): "
+            f"build_loss({method!r}, num_classes, feature_dim, class_counts=...)"
+        )
     builder = METHODS[method][0]
-    return builder(num_classes, feature_dim, **resolved)
+    return builder(num_classes, feature_dim, class_counts, **resolved)

@@ -1,0 +1,528 @@
+"""Baseline losses: formulas against explicit references, reductions to ERM, awkward batches,
+option validation, the release's loss against a per-class loop reference, and a tiny
+training run on sklearn digits."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from mr2.losses import NEEDS_COUNTS, build_loss, method_options
+from mr2.losses import factory
+from mr2.losses.center import CenterLoss
+from mr2.losses.fairdro import chi2_best_response
+from mr2.losses.ldam import effective_number_weights, ldam_margins
+from mr2.losses.supcon import supcon_loss
+
+BASELINES = ("focal", "ldam", "logit_adjust", "eql", "supcon", "center", "dro", "fairdro", "mr2_release")
+ALL = tuple(factory.METHODS)
+
+
+@pytest.fixture
+def gen():
+    return torch.Generator().manual_seed(0)
+
+
+def counts_for(k: int, balanced: bool = True) -> torch.Tensor:
+    return torch.full((k,), 50.0) if balanced else torch.linspace(100, 5, k).round()
+
+
+def make(method: str, k: int, d: int, balanced: bool = True, **options):
+    loss = build_loss(method, k, d, class_counts=counts_for(k, balanced), **options)
+    loss.train()
+    return loss
+
+
+# ---------------------------------------------------------------- awkward batches, all methods
+
+AWKWARD = {
+    "singletons": torch.tensor([0, 1, 2, 3, 4, 5]),
+    "absent_classes": torch.tensor([0, 0, 0, 3, 3, 5]),
+    "one_class": torch.tensor([2, 2, 2, 2, 2, 2]),
+    "mixed": torch.tensor([0, 0, 1, 2, 2, 2]),
+}
+
+
+@pytest.mark.parametrize("method", ALL)
+@pytest.mark.parametrize("batch", sorted(AWKWARD))
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 1e4])
+def test_finite_values_and_gradients_on_awkward_batches(method, batch, scale, gen):
+    k, d = 6, 5
+    y = AWKWARD[batch]
+    loss = make(method, k, d, balanced=False)
+    loss.on_epoch_start(0)
+    for step in range(3):  # several steps: running state (q, buffers) is exercised too
+        logits = torch.randn(len(y), k, generator=gen).requires_grad_()
+        feats = (torch.randn(len(y), d, generator=gen) * scale).requires_grad_()
+        out = loss(logits, feats, y)
+        params = [p for p in loss.parameters()]
+        grads = torch.autograd.grad(out.total, [logits, feats, *params], allow_unused=True)
+        assert torch.isfinite(out.total), (method, batch, scale, step)
+        assert all(g is None or torch.isfinite(g).all() for g in grads), (method, batch, scale, step)
+        assert all(v.dim() == 0 and not v.requires_grad and torch.isfinite(v) for v in out.parts.values())
+        loss.on_epoch_start(step + 1)
+    summary = loss.class_summary()
+    assert all(v.shape == (k,) and torch.isfinite(v.float()).all() for v in summary.values())
+
+
+# ---------------------------------------------------------------- focal
+
+def test_focal_matches_formula_and_reduces_to_ce_at_gamma_zero(gen):
+    logits, y = torch.randn(10, 4, generator=gen), torch.randint(0, 4, (10,), generator=gen)
+    p = logits.softmax(1)[torch.arange(10), y]
+    out = make("focal", 4, 3, gamma=2.0)(logits, torch.zeros(10, 3), y)
+    assert torch.allclose(out.total, (-(1 - p) ** 2 * p.log()).mean())
+    assert torch.allclose(make("focal", 4, 3, gamma=0.0)(logits, torch.zeros(10, 3), y).total, F.cross_entropy(logits, y))
+    assert out.total < F.cross_entropy(logits, y)
+
+
+def test_focal_gradient_finite_for_small_gamma_and_confident_predictions():
+    logits = torch.tensor([[200.0, 0.0, 0.0]], requires_grad=True)
+    make("focal", 3, 2, gamma=0.5)(logits, torch.zeros(1, 2), torch.tensor([0])).total.backward()
+    assert torch.isfinite(logits.grad).all()
+
+
+# ---------------------------------------------------------------- LDAM
+
+def test_ldam_margins_equal_on_balanced_counts():
+    loss = make("ldam", 7, 3, balanced=True)
+    assert torch.allclose(loss.margins, torch.full((7,), 0.5))
+    assert torch.allclose(loss.class_summary()["margin"], torch.full((7,), 0.5))
+
+
+def test_ldam_margins_follow_quarter_power_of_counts():
+    counts = torch.tensor([1000.0, 100.0, 10.0, 1.0])
+    delta = ldam_margins(counts, 0.5)
+    assert torch.isclose(delta.max(), torch.tensor(0.5, dtype=delta.dtype)) and delta.argmax() == 3
+    # Δ_k · n_k^{1/4} is the same constant C for every class
+    c = delta * counts.pow(0.25)
+    assert torch.allclose(c, c[0].expand(4))
+
+
+def test_ldam_loss_matches_explicit_formula(gen):
+    counts = torch.tensor([40.0, 20.0, 10.0, 5.0])
+    loss = build_loss("ldam", 4, 3, class_counts=counts)
+    z, y = torch.rand(6, 4, generator=gen) * 2 - 1, torch.tensor([0, 1, 2, 3, 3, 1])
+    delta = ldam_margins(counts.double(), 0.5).float()
+    ref = []
+    for i in range(6):
+        num = 30 * (z[i, y[i]] - delta[y[i]])
+        others = torch.cat([30 * z[i, :y[i]], 30 * z[i, y[i] + 1:]])
+        ref.append(-(num - torch.logsumexp(torch.cat([num.view(1), others]), 0)))
+    assert torch.allclose(loss(z, torch.zeros(6, 3), y).total, torch.stack(ref).mean(), atol=1e-5)
+
+
+def test_ldam_drw_is_off_by_default_and_switches_on_at_its_epoch(gen):
+    counts = torch.tensor([400.0, 100.0, 20.0])
+    z, y = torch.randn(9, 3, generator=gen), torch.tensor([0, 0, 0, 0, 1, 1, 1, 2, 2])
+    plain = build_loss("ldam", 3, 2, class_counts=counts)
+    drw = build_loss("ldam", 3, 2, class_counts=counts, drw_epoch=2)
+    for epoch in range(4):
+        plain.on_epoch_start(epoch)
+        drw.on_epoch_start(epoch)
+        same = torch.equal(plain(z, torch.zeros(9, 2), y).total, drw(z, torch.zeros(9, 2), y).total)
+        assert same == (epoch < 2)
+    w = effective_number_weights(counts.double(), 0.9999)
+    assert torch.isclose(w.sum(), torch.tensor(3.0, dtype=w.dtype)) and w[2] > w[1] > w[0]
+    assert torch.allclose(drw.class_summary()["class_weight"], w.float())
+    assert torch.allclose(effective_number_weights(torch.full((4,), 9.0, dtype=torch.float64), 0.9999), torch.ones(4, dtype=torch.float64))
+
+
+# ---------------------------------------------------------------- logit adjustment
+
+def test_logit_adjust_equals_erm_on_balanced_counts(gen):
+    z, y = torch.randn(12, 5, generator=gen), torch.randint(0, 5, (12,), generator=gen)
+    assert torch.allclose(make("logit_adjust", 5, 3)(z, torch.zeros(12, 3), y).total, F.cross_entropy(z, y), atol=1e-6)
+
+
+def test_logit_adjust_adds_tau_log_prior_on_imbalanced_counts(gen):
+    counts = torch.tensor([70.0, 20.0, 10.0])
+    z, y = torch.randn(8, 3, generator=gen), torch.randint(0, 3, (8,), generator=gen)
+    prior = counts / counts.sum()
+    for tau in (0.0, 1.0, 2.0):
+        out = build_loss("logit_adjust", 3, 2, class_counts=counts, tau=tau)(z, torch.zeros(8, 2), y)
+        assert torch.allclose(out.total, F.cross_entropy(z + tau * prior.log(), y), atol=1e-6)
+    assert not torch.allclose(out.total, F.cross_entropy(z, y))
+
+
+# ---------------------------------------------------------------- EQL
+
+def test_eql_is_erm_on_balanced_data_when_no_class_is_rare(gen):
+    z, y = torch.randn(16, 10, generator=gen), torch.randint(0, 10, (16,), generator=gen)
+    loss = make("eql", 10, 3)  # f_k = 0.1 >= λ = 0.005: no tail class
+    assert not loss.tail.any()
+    assert torch.equal(loss(z, torch.zeros(16, 3), y).total, F.cross_entropy(z, y))
+
+
+def test_eql_drops_only_rare_negatives_and_nothing_in_eval(gen):
+    counts = torch.tensor([500.0, 500.0, 2.0, 1.0])  # classes 2, 3 below λ = 0.005
+    loss = build_loss("eql", 4, 2, class_counts=counts, gamma=1.0)  # γ = 1: always drop
+    assert loss.tail.tolist() == [False, False, True, True]
+    z, y = torch.randn(6, 4, generator=gen), torch.tensor([0, 1, 2, 3, 0, 2])
+    ref = []
+    for i in range(6):
+        keep = [j for j in range(4) if j == y[i] or not loss.tail[j]]
+        ref.append(-(z[i, y[i]] - torch.logsumexp(z[i, keep], 0)))
+    loss.train()
+    assert torch.allclose(loss(z, torch.zeros(6, 2), y).total, torch.stack(ref).mean())
+    loss.eval()
+    assert torch.equal(loss(z, torch.zeros(6, 2), y).total, F.cross_entropy(z, y))
+    loss.train()
+    assert torch.equal(build_loss("eql", 4, 2, class_counts=counts, gamma=0.0)(z, torch.zeros(6, 2), y).total, F.cross_entropy(z, y))
+
+
+def test_eql_drop_rate_is_gamma():
+    torch.manual_seed(0)
+    loss = build_loss("eql", 4, 2, class_counts=torch.tensor([1.0, 1.0, 1.0, 1.0]), lam=0.5, gamma=0.3)
+    mask = loss.drop_mask(torch.zeros(20000, dtype=torch.long), 4)
+    assert not mask[:, 0].any()  # the true class is never dropped
+    assert abs(mask[:, 1:].float().mean().item() - 0.3) < 0.01
+
+
+# ---------------------------------------------------------------- SupCon
+
+def supcon_reference(z: torch.Tensor, y: torch.Tensor, tau: float) -> torch.Tensor:
+    terms = []
+    for i in range(len(y)):
+        pos = [p for p in range(len(y)) if p != i and y[p] == y[i]]
+        if not pos:
+            continue
+        denom = torch.logsumexp(torch.stack([z[i] @ z[a] / tau for a in range(len(y)) if a != i]), 0)
+        terms.append(-torch.stack([z[i] @ z[p] / tau - denom for p in pos]).mean())
+    return torch.stack(terms).mean() if terms else torch.zeros(())
+
+
+def test_supcon_matches_loop_reference_for_one_and_two_views(gen):
+    z = F.normalize(torch.randn(8, 5, generator=gen, dtype=torch.float64), dim=1)
+    one_view = torch.tensor([0, 0, 1, 2, 2, 2, 3, 1])
+    assert torch.allclose(supcon_loss(z, one_view, 0.1), supcon_reference(z, one_view, 0.1))
+    two_views = torch.tensor([0, 1, 2, 3]).repeat(2)  # every class has exactly its other view
+    assert torch.allclose(supcon_loss(z, two_views, 0.1), supcon_reference(z, two_views, 0.1))
+    assert supcon_loss(z[:4], torch.tensor([0, 1, 2, 3]), 0.1) == 0  # no positive pair
+
+
+def test_supcon_total_is_ce_plus_weighted_supcon_and_owns_a_head(gen):
+    loss = make("supcon", 4, 6, weight=0.5)
+    assert loss.n_views == 2 and len(list(loss.parameters())) == 4
+    z, f, y = torch.randn(8, 4, generator=gen), torch.randn(8, 6, generator=gen), torch.tensor([0, 1, 2, 3]).repeat(2)
+    out = loss(z, f, y)
+    ref = F.cross_entropy(z, y) + 0.5 * supcon_reference(loss.project(f), y, 0.1)
+    assert torch.allclose(out.total, ref, atol=1e-5)
+    out.total.backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in loss.parameters())
+    singles = loss(z[:4], f[:4], y[:4])
+    assert torch.allclose(singles.total, F.cross_entropy(z[:4], y[:4])) and singles.parts["supcon"] == 0
+
+
+# ---------------------------------------------------------------- center loss
+
+def test_center_value_and_gradients_follow_the_paper(gen):
+    k, d = 4, 3
+    loss = CenterLoss(k, d, lam=0.1, alpha=0.5).double()
+    with torch.no_grad():
+        loss.centers.copy_(torch.randn(k, d, generator=gen, dtype=torch.float64))
+    y = torch.tensor([0, 0, 0, 2, 2, 3])  # class 1 absent
+    z = torch.randn(6, k, generator=gen, dtype=torch.float64)
+    x = torch.randn(6, d, generator=gen, dtype=torch.float64).requires_grad_()
+    out = loss(z, x, y)
+    c = loss.centers.detach()
+    assert torch.allclose(out.total, F.cross_entropy(z, y) + 0.1 * 0.5 * ((x - c[y]) ** 2).sum(1).mean())
+    out.total.backward()
+    assert torch.allclose(x.grad, 0.1 * (x.detach() - c[y]) / 6)  # ∂(λ L_C)/∂x_i, batch mean
+    for j in range(k):  # the paper's Δc_j, times α
+        idx = (y == j).nonzero().flatten()
+        delta = (c[j] - x.detach()[idx]).sum(0) / (1 + len(idx))
+        assert torch.allclose(loss.centers.grad[j], 0.5 * delta)
+    assert loss.centers.grad[1].abs().sum() == 0
+
+
+# ---------------------------------------------------------------- group DRO
+
+def test_dro_with_zero_step_is_erm_on_a_balanced_batch(gen):
+    loss = make("dro", 4, 3, eta=0.0)
+    y = torch.tensor([0, 1, 2, 3]).repeat(3)
+    for _ in range(3):
+        z = torch.randn(12, 4, generator=gen)
+        assert torch.allclose(loss(z, torch.zeros(12, 3), y).total, F.cross_entropy(z, y), atol=1e-6)
+    assert torch.allclose(loss.q, torch.full((4,), 0.25))
+
+
+def test_dro_exponentiated_step_matches_reference_and_keeps_absent_weights(gen):
+    loss = make("dro", 5, 3, eta=0.5)
+    y = torch.tensor([0, 0, 1, 3, 3, 3])  # classes 2, 4 absent
+    z = torch.randn(6, 5, generator=gen)
+    q0 = loss.q.clone()
+    out = loss(z, torch.zeros(6, 3), y)
+    per = F.cross_entropy(z, y, reduction="none")
+    ell = torch.stack([per[y == k].mean() if (y == k).any() else torch.tensor(0.0) for k in range(5)])
+    present = [0, 1, 3]
+    raw = {k: q0[k] * math.exp(0.5 * ell[k].item()) for k in present}
+    mass = sum(q0[k].item() for k in present)
+    expect = q0.clone()
+    for k in present:
+        expect[k] = raw[k] / sum(raw.values()) * mass
+    assert torch.allclose(loss.q, expect) and torch.isclose(loss.q.sum(), torch.tensor(1.0))
+    assert loss.q[2] == q0[2] and loss.q[4] == q0[4]
+    ref = sum(expect[k] * ell[k] for k in present) / sum(expect[k] for k in present)
+    assert torch.allclose(out.total, ref)
+    hardest = max(present, key=lambda k: ell[k].item())
+    assert loss.q[hardest] == max(loss.q[k] for k in present)
+    loss.eval()
+    q1 = loss.q.clone()
+    loss(z, torch.zeros(6, 3), y)
+    assert torch.equal(loss.q, q1)
+
+
+# ---------------------------------------------------------------- FairDRO
+
+def test_chi2_best_response_is_mean_plus_scaled_std_on_the_ball():
+    ell = torch.tensor([0.2, 1.5, 0.7, 3.0], dtype=torch.float64)
+    q = chi2_best_response(ell, 0.3)
+    assert torch.isclose(q.sum(), torch.tensor(1.0, dtype=torch.float64))
+    assert torch.isclose(0.5 * ((4 * q - 1) ** 2).mean(), torch.tensor(0.3, dtype=torch.float64))
+    assert torch.isclose(q @ ell, ell.mean() + math.sqrt(2 * 0.3) * ell.std(unbiased=False))
+    assert torch.equal(chi2_best_response(torch.ones(3, dtype=torch.float64), 0.3), torch.full((3,), 1 / 3, dtype=torch.float64))
+
+
+def test_fairdro_with_zero_radius_is_erm_on_a_balanced_batch(gen):
+    loss = make("fairdro", 3, 2, rho=0.0)
+    y = torch.tensor([0, 1, 2]).repeat(4)
+    for epoch in range(3):
+        loss.on_epoch_start(epoch)
+        z = torch.randn(12, 3, generator=gen)
+        assert torch.allclose(loss(z, torch.zeros(12, 2), y).total, F.cross_entropy(z, y), atol=1e-6)
+
+
+def test_fairdro_sets_q_from_the_previous_epoch_losses(gen):
+    loss = make("fairdro", 3, 2, rho=0.3)
+    loss.on_epoch_start(0)
+    y = torch.tensor([0, 0, 1, 1, 2, 2])
+    zs = [torch.randn(6, 3, generator=gen) for _ in range(2)]
+    for z in zs:
+        out = loss(z, torch.zeros(6, 2), y)
+        assert torch.allclose(out.total, F.cross_entropy(z, y), atol=1e-6)  # first epoch: q uniform
+    loss.eval()
+    loss(torch.randn(6, 3, generator=gen) * 50, torch.zeros(6, 2), y)  # eval batches are not accumulated
+    loss.train()
+    loss.on_epoch_start(1)
+    per = torch.cat([F.cross_entropy(z, y, reduction="none") for z in zs])
+    yy = y.repeat(2)
+    ell = torch.stack([per[yy == k].mean() for k in range(3)])
+    expect = chi2_best_response(ell.double(), 0.3).float()
+    assert torch.allclose(loss.q, expect, atol=1e-6)
+    z = torch.randn(6, 3, generator=gen)
+    per = F.cross_entropy(z, y, reduction="none")
+    batch_ell = torch.stack([per[y == k].mean() for k in range(3)])
+    assert torch.allclose(loss(z, torch.zeros(6, 2), y).total, (expect * batch_ell).sum(), atol=1e-6)
+
+
+# ---------------------------------------------------------------- the release's loss
+
+class LoopRelease:
+    """Slow reference written from PAPER.md ("How the release computes its loss")."""
+
+    def __init__(self, k: int, d: int, lam: float = 0.1, decay: float = 0.9, zero_s_bar: bool = True):
+        self.k, self.d, self.lam, self.decay, self.zero_s_bar = k, d, lam, decay, zero_s_bar
+        self.reset()
+
+    def reset(self):
+        self.m = [0.0] * self.k
+        self.v = [0.0] * self.k
+
+    @staticmethod
+    def l5_sq(x):
+        return float((x.abs() ** 5).sum() ** 0.4)
+
+    def __call__(self, logits, feats, y, training=True):
+        if training:
+            for c in range(self.k):
+                xs = feats.detach()[y == c]
+                if len(xs) == 0:
+                    continue
+                mu = xs.mean(0)
+                m_new = self.l5_sq(mu)
+                v_new = sum(self.l5_sq(x - mu) for x in xs) / len(xs)
+                self.m[c] = m_new if self.m[c] == 0 else self.decay * self.m[c] + (1 - self.decay) * m_new
+                self.v[c] = v_new if self.v[c] == 0 else self.decay * self.v[c] + (1 - self.decay) * v_new
+        g = [(self.m[c] + self.v[c]) ** (1 / 3) for c in range(self.k)]
+        gamma = [self.k * gc / sum(g) for gc in g]
+        ce = torch.stack([-F.log_softmax(logits[i] / gamma[y[i]], 0)[y[i]] for i in range(len(y))]).mean()
+        s_bar = 0.0 if self.zero_s_bar else sum(self.v) / self.k
+        rep = torch.zeros((), dtype=feats.dtype)
+        for c in range(self.k):
+            idx = (y == c).nonzero().flatten().tolist()
+            if len(idx) < 2:
+                continue
+            anchors = []
+            for i in idx:
+                s = sum(torch.exp((((feats[i] - feats[j]) ** 2).sum() - 2 * s_bar) / (10 * self.d)) for j in idx if j != i)
+                anchors.append(torch.log(1 + s))
+            rep = rep + torch.stack(anchors).mean()
+        rep = rep * self.d / (10 * self.k)
+        return ce + self.lam * rep
+
+
+@pytest.mark.parametrize("zero_s_bar", [True, False])
+def test_release_matches_loop_reference_with_reset_and_eval(zero_s_bar, gen):
+    k, d = 4, 3
+    loss = build_loss("mr2_release", k, d, zero_s_bar=zero_s_bar).double()
+    ref = LoopRelease(k, d, zero_s_bar=zero_s_bar)
+    batches = [
+        ("train", torch.tensor([0, 0, 1, 1, 1, 2])),  # class 3 unseen
+        ("train", torch.tensor([0, 1, 2, 3, 3, 3])),  # singletons: v = 0 batches
+        ("eval", torch.tensor([0, 0, 1, 2, 3, 3])),
+        ("train", torch.tensor([3, 3, 3, 2, 2, 0])),
+        ("epoch", None),
+        ("train", torch.tensor([1, 1, 2, 2, 2, 0])),
+        ("train", torch.tensor([0, 0, 0, 0, 0, 0])),
+    ]
+    for mode, y in batches:
+        if mode == "epoch":
+            loss.on_epoch_start(1)
+            ref.reset()
+            assert loss.m.abs().sum() == 0 and loss.v.abs().sum() == 0
+            continue
+        loss.train(mode == "train")
+        z = torch.randn(len(y), k, generator=gen, dtype=torch.float64).requires_grad_()
+        x = (torch.randn(len(y), d, generator=gen, dtype=torch.float64) * 2).requires_grad_()
+        m_before = loss.m.clone()
+        out = loss(z, x, y)
+        expect = ref(z, x, y, training=mode == "train")
+        assert torch.allclose(out.total, expect), (mode, y)
+        assert torch.allclose(loss.m, torch.tensor(ref.m, dtype=torch.float64))
+        assert torch.allclose(loss.v, torch.tensor(ref.v, dtype=torch.float64))
+        if mode == "eval":
+            assert torch.equal(loss.m, m_before)
+        g = torch.autograd.grad(out.total, [z, x])
+        g_ref = torch.autograd.grad(expect, [z, x])
+        assert all(torch.allclose(a, b) for a, b in zip(g, g_ref))
+
+
+def test_release_s_bar_option_changes_the_representation_term(gen):
+    y = torch.tensor([0, 0, 0, 1, 1, 1])
+    x, z = torch.randn(6, 4, generator=gen) * 3, torch.randn(6, 2, generator=gen)
+    zero = build_loss("mr2_release", 2, 4)(z, x, y)
+    kept = build_loss("mr2_release", 2, 4, zero_s_bar=False)(z, x, y)
+    assert torch.equal(zero.parts["ce"], kept.parts["ce"]) and kept.parts["rep"] < zero.parts["rep"]
+
+
+# ---------------------------------------------------------------- factory and options
+
+def test_factory_lists_and_documents_every_method():
+    assert set(BASELINES) | {"erm", "mr2", "mr2_uniform", "mr2_no_rep"} == set(factory.METHODS)
+    for name in factory.METHODS:
+        assert f"``{name}``" in factory.__doc__
+
+
+def test_published_defaults_are_visible():
+    assert method_options("focal") == {"gamma": 2.0}
+    assert method_options("ldam")["max_margin"] == 0.5 and method_options("ldam")["s"] == 30.0
+    assert method_options("ldam")["drw_epoch"] is None
+    assert method_options("logit_adjust") == {"tau": 1.0}
+    assert method_options("supcon")["temperature"] == 0.1
+    assert method_options("center")["lam"] == 0.003
+    assert method_options("dro") == {"eta": 0.01}
+    assert method_options("mr2_release") == {"lam": 0.1, "decay": 0.9, "zero_s_bar": True}
+
+
+@pytest.mark.parametrize("method", sorted(NEEDS_COUNTS))
+def test_methods_needing_counts_reject_missing_or_bad_counts(method):
+    with pytest.raises(ValueError, match="needs class_counts"):
+        build_loss(method, 3, 2)
+    with pytest.raises(ValueError, match="3 entries, expected num_classes=4"):
+        build_loss(method, 4, 2, class_counts=[1, 2, 3])
+    with pytest.raises(ValueError, match="bad classes \\[1\\]"):
+        build_loss(method, 3, 2, class_counts=[1, -2, 3])
+
+
+@pytest.mark.parametrize("method", ["ldam", "logit_adjust"])
+def test_zero_counts_are_rejected_where_the_formula_needs_positive_counts(method):
+    with pytest.raises(ValueError, match="classes \\[2\\] have no samples"):
+        build_loss(method, 3, 2, class_counts=[4, 5, 0])
+
+
+def test_methods_without_counts_ignore_them():
+    assert build_loss("focal", 3, 2, class_counts=[1, 2, 3]).gamma == 2.0
+    build_loss("erm", 3, 2, class_counts=[1, 2, 3])
+
+
+@pytest.mark.parametrize(
+    "method, options, message",
+    [
+        ("focal", {"alpha": 0.25}, "'focal' does not take option 'alpha'"),
+        ("focal", {"gamma": -1.0}, "gamma"),
+        ("ldam", {"max_margin": -0.1}, "max_margin"),
+        ("ldam", {"s": 0.0}, "s must be"),
+        ("ldam", {"drw_epoch": 1.5}, "drw_epoch"),
+        ("ldam", {"drw_beta": 1.0}, "drw_beta"),
+        ("logit_adjust", {"tau": -1.0}, "tau"),
+        ("eql", {"lam": 2.0}, "lam"),
+        ("eql", {"gamma": 1.5}, "gamma"),
+        ("supcon", {"temperature": 0.0}, "temperature"),
+        ("supcon", {"proj_dim": 0}, "proj_dim"),
+        ("supcon", {"weight": -1.0}, "weight"),
+        ("center", {"lam": -1.0}, "lam"),
+        ("center", {"alpha": -1.0}, "alpha"),
+        ("dro", {"eta": -0.1}, "eta"),
+        ("dro", {"rho": 0.1}, "'dro' does not take option 'rho'"),
+        ("fairdro", {"rho": -0.1}, "rho"),
+        ("mr2_release", {"decay": 1.0}, "decay"),
+        ("mr2_release", {"zero_s_bar": "yes"}, "zero_s_bar"),
+        ("mr2_release", {"c_bar": 1.0}, "option 'c_bar'"),
+        ("mr2_no_rep", {"lam": 0.5}, "fixes lam"),
+    ],
+)
+def test_invalid_options_are_rejected_by_name(method, options, message):
+    with pytest.raises(ValueError, match=message):
+        build_loss(method, 4, 3, class_counts=[5, 5, 5, 5], **options)
+
+
+# ---------------------------------------------------------------- tiny training run
+
+@pytest.fixture
+def one_thread():
+    """Tiny matrices: intra-op threads only add contention (50x slower on a loaded 2-core box)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    from sklearn.datasets import load_digits
+
+    x, y = load_digits(return_X_y=True)
+    x = torch.tensor(x, dtype=torch.float32)
+    x = (x - x.mean(0)) / (x.std(0) + 1e-6)
+    return x, torch.tensor(y)
+
+
+@pytest.mark.parametrize("method", ALL)
+def test_each_loss_trains_a_linear_model_on_digits(method, digits, one_thread):
+    torch.manual_seed(0)
+    x, y = digits
+    xtr, ytr, xte, yte = x[:400], y[:400], x[400:], y[400:]
+    embed, head = torch.nn.Linear(64, 16), torch.nn.Linear(16, 10)
+    counts = torch.bincount(ytr, minlength=10)
+    loss = build_loss(method, 10, 16, class_counts=counts)
+    loss.train()
+    opt = torch.optim.Adam([*embed.parameters(), *head.parameters(), *loss.parameters()], lr=0.03)
+    values = []
+    for step in range(50):
+        loss.on_epoch_start(step)
+        f = embed(xtr)
+        if loss.n_views == 2:  # two "views": the sample and a noisy copy
+            f = torch.cat([f, embed(xtr + 0.1 * torch.randn_like(xtr))])
+        out = loss(head(f), f, ytr.repeat(loss.n_views))
+        opt.zero_grad()
+        out.total.backward()
+        opt.step()
+        values.append(out.total.item())
+    assert values[-1] < 0.8 * values[0], values[::10]
+    with torch.no_grad():
+        acc = (head(embed(xte)).argmax(1) == yte).float().mean().item()
+    assert acc > 0.5, acc
