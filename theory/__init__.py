@@ -1,0 +1,62 @@
+"""Theory beside the stack: PAPER.md's Corollary 1 (``corollary``: sympy derivation, optimality
+checks with negative controls, numeric cross-check) and Proposition 1 (``bound``: the bound's
+terms evaluated for a trained model). Imports only mr2's method layer (margins, stats,
+losses.margin_ce)."""
+
+from .bound import (
+    BoundReport,
+    class_second_moment,
+    class_variability,
+    complexity_advantage,
+    complexity_term,
+    confidence_term,
+    empirical_margin_term,
+    error_indicator,
+    evaluate_bound,
+    margin_ce_gradient_bound,
+    trained_margins,
+    weight_norm,
+    zero_one_error,
+)
+from .corollary import (
+    GenericOptimalityReport,
+    LagrangeSolution,
+    OptimalityReport,
+    cube_root_margins,
+    hessian_positive_definite,
+    is_optimal,
+    is_optimal_generic,
+    minimum_value,
+    power_margin_generic,
+    power_margins,
+    solve_lagrangian,
+    solve_margins_numerically,
+)
+
+__all__ = [
+    "BoundReport",
+    "GenericOptimalityReport",
+    "LagrangeSolution",
+    "OptimalityReport",
+    "class_second_moment",
+    "class_variability",
+    "complexity_advantage",
+    "complexity_term",
+    "confidence_term",
+    "cube_root_margins",
+    "empirical_margin_term",
+    "error_indicator",
+    "evaluate_bound",
+    "hessian_positive_definite",
+    "is_optimal",
+    "is_optimal_generic",
+    "margin_ce_gradient_bound",
+    "minimum_value",
+    "power_margin_generic",
+    "power_margins",
+    "solve_lagrangian",
+    "solve_margins_numerically",
+    "trained_margins",
+    "weight_norm",
+    "zero_one_error",
+]
