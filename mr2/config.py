@@ -8,6 +8,7 @@ Unknown keys and invalid values fail at once with a message naming the key.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,22 @@ NON_NEGATIVE = [("train", "weight_decay"), ("train", "warmup_epochs"), ("train",
 OPEN = {("model", "options"), ("method", "options"), ("tags",)}
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, but reading ``1e-6`` as a float (YAML 1.2), not as a string."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"),
+    list("-+0123456789."),
+)
+
+
+def load_yaml(text: str):
+    """Parse YAML text with numbers such as ``1e-6`` read as floats."""
+    return yaml.load(text, Loader=_Loader)
+
+
 class ConfigError(ValueError):
     """A config key or value is invalid; the message names it."""
 
@@ -114,7 +131,7 @@ def parse_set(items: list[str]) -> dict:
         parts = key.strip().split(".")
         for part in parts[:-1]:
             node = node.setdefault(part, {})
-        node[parts[-1]] = yaml.safe_load(raw)
+        node[parts[-1]] = load_yaml(raw)
     return out
 
 
@@ -149,7 +166,7 @@ def resolve(files: list[str | Path] = (), sets: list[str] = (), base: dict | Non
         path = Path(f)
         if not path.is_file():
             raise ConfigError(f"config file not found: {path}")
-        loaded = yaml.safe_load(path.read_text()) or {}
+        loaded = load_yaml(path.read_text()) or {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"config file {path} must hold a mapping")
         cfg = deep_merge(cfg, loaded)

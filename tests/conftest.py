@@ -3,7 +3,8 @@ import os
 import pytest
 import torch
 
-torch.set_num_threads(min(2, os.cpu_count() or 1))
+# One intra-op thread: on a loaded 2-core machine two threads make small ops ~50x slower.
+torch.set_num_threads(1)
 
 
 @pytest.fixture
