@@ -3,6 +3,10 @@
   python -m mr2 prepare  --config C.yaml [--set k=v ...] --out results/data/<dataset>.pt
   python -m mr2 train    --config C.yaml [--set k=v ...] --data <prepared.pt> --out <run dir>
   python -m mr2 evaluate --run <run dir> --data <prepared.pt> --out <eval dir>
+  python -m mr2 aggregate --runs <run dir> ... --reference erm --out results/tables
+  python -m mr2 table    --tables results/tables --reference erm
+  python -m mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2]
+  python -m mr2 report   --tables results/tables --figures results/figures --config <pipeline config> --out results/report.md
 
 Every step resolves and checks its config before any long work starts; outputs are atomic.
 """
@@ -33,6 +37,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device", default="auto")
+    p = sub.add_parser("aggregate")
+    p.add_argument("--runs", nargs="+", required=True)
+    p.add_argument("--reference", default="erm")
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("table")
+    p.add_argument("--tables", required=True)
+    p.add_argument("--reference", default="erm")
+    p = sub.add_parser("figures")
+    p.add_argument("--tables", required=True)
+    p.add_argument("--reference", default="erm")
+    p.add_argument("--sweep-method", default="mr2")
+    p.add_argument("--out", required=True)
+    p = sub.add_parser("report")
+    p.add_argument("--tables", required=True)
+    p.add_argument("--figures", required=True)
+    p.add_argument("--captions", default="workflow/report")
+    p.add_argument("--config", required=True, help="the pipeline config (JSON or YAML) to record in the report")
+    p.add_argument("--reference", default="erm")
+    p.add_argument("--out", required=True)
     args = ap.parse_args(argv)
 
     try:
@@ -52,15 +75,53 @@ def main(argv: list[str] | None = None) -> int:
                 sets.append(f"device={args.device}")
             cfg = config_mod.resolve(args.config, sets)
             train(cfg, args.data, args.out)
-        else:
+        elif args.step == "evaluate":
             from .evaluate import evaluate
 
             m = evaluate(args.run, args.data, args.out, device=args.device, threads=args.threads)
             print(f"[evaluate] {args.out}: top1={m['top1']:.4f} worst_class_acc={m['worst_class_acc']:.4f}")
+        else:
+            results_step(args)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def results_step(args) -> None:
+    """aggregate | table | figures | report: the results layer, reading only tidy tables."""
+    from pathlib import Path
+
+    from . import results
+
+    if args.step == "aggregate":
+        tables = results.aggregate(args.runs)
+        tables["groups"] = results.difficulty_table(tables["per_class"], reference=args.reference)
+        results.write_tables(tables, args.out)
+        print(f"[aggregate] {len(args.runs)} runs -> {args.out}")
+    elif args.step == "table":
+        t = results.read_tables(args.tables, ("per_class", "runs", "groups"))
+        table = results.results_table(t["per_class"], t["runs"], t["groups"], reference=args.reference)
+        results.write_results_table(table, Path(args.tables) / "results.csv", Path(args.tables) / "results.md",
+                                    reference=args.reference)
+        print(f"[table] {len(table)} rows -> {args.tables}/results.md")
+    elif args.step == "figures":
+        from .figures import make_figures
+
+        t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
+        made = make_figures(t, t["groups"], args.out, reference=args.reference, sweep_method=args.sweep_method)
+        print(f"[figures] {len(made)} figures -> {args.out}")
+    else:
+        from .config import load_yaml
+        from .report import write_report
+
+        t = results.read_tables(args.tables, ("per_class", "runs", "groups"))
+        out = Path(args.out)
+        figures = {p.stem: str(p.relative_to(out.parent)) for p in sorted(Path(args.figures).glob("*.png"))}
+        config = load_yaml(Path(args.config).read_text())
+        md = (Path(args.tables) / "results.md").read_text()
+        write_report(t, md, figures, out, args.captions, config, reference=args.reference)
+        print(f"[report] {out}")
 
 
 if __name__ == "__main__":

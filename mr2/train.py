@@ -114,8 +114,6 @@ class Runner:
         self.device = select_device(cfg["device"])
         if cfg["threads"]:
             torch.set_num_threads(int(cfg["threads"]))
-        if self.device.type == "cpu":
-            torch.use_deterministic_algorithms(True, warn_only=True)
         self.data = load_prepared(data_path)
         info = self.data.info
         if cfg["data"]["name"] != info.name:

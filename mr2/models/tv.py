@@ -18,7 +18,6 @@ dropped when such a file is loaded into the backbone (the new head is ours).
 
 from __future__ import annotations
 
-import torchvision
 from torch import nn
 
 TORCHVISION_HEAD_PREFIX = {"resnet18": "fc.", "resnet50": "fc.", "vit_b_16": "heads."}
@@ -26,6 +25,8 @@ TORCHVISION_HEAD_PREFIX = {"resnet18": "fc.", "resnet50": "fc.", "vit_b_16": "he
 
 def torchvision_resnet(depth: int, in_channels: int) -> nn.Module:
     """torchvision ResNet-``depth`` (18 or 50), random init, ``fc`` = identity."""
+    import torchvision  # imported here: it costs seconds at start-up and most runs never need it
+
     net = {18: torchvision.models.resnet18, 50: torchvision.models.resnet50}[depth](weights=None)
     if in_channels != 3:
         net.conv1 = nn.Conv2d(in_channels, 64, kernel_size=7, stride=2, padding=3, bias=False)
@@ -37,6 +38,8 @@ def torchvision_resnet(depth: int, in_channels: int) -> nn.Module:
 
 def torchvision_vit_b_16(image_size: int = 224, dropout: float = 0.0) -> nn.Module:
     """torchvision ViT-B/16, random init, ``heads`` = identity (class-token features)."""
+    import torchvision
+
     net = torchvision.models.vit_b_16(weights=None, image_size=image_size, dropout=dropout)
     net.feature_dim = net.hidden_dim
     net.heads = nn.Identity()

@@ -1,0 +1,30 @@
+# mr2: the MR² replication pipeline. Includes only; the rules live in workflow/rules/.
+#   snakemake --cores all                                    embedded default (config/config.yaml)
+#   snakemake --cores all --configfile config/cifar100.yaml  the paper's CIFAR-100 setting (GPU)
+#   snakemake --profile profiles/slurm --configfile config/cifar100.yaml   on a SLURM cluster
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+# The embedded default, unless another config file is given (--configfile replaces it rather than
+# being merged into it; --config key=value still overrides single keys of either).
+if "datasets" not in config:
+
+    configfile: "config/config.yaml"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/prepare.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/results.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        REPORT,
