@@ -11,3 +11,49 @@ torch.set_num_threads(1)
 def gen():
     """A seeded CPU generator for test data."""
     return torch.Generator().manual_seed(0)
+
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+PIPELINE_FILES = ("Snakefile", "workflow", "config", "profiles")
+
+
+def pipeline_env():
+    """The environment for running the workflow: this interpreter's bin first on PATH."""
+    bindir = os.path.dirname(os.path.realpath(__import__("sys").executable))
+    return {**os.environ, "PATH": f"{os.path.dirname(__import__('sys').executable)}:{bindir}:{os.environ['PATH']}"}
+
+
+def copy_pipeline(dest):
+    """A copy of the workflow (Snakefile, rules, configs) in ``dest``; mr2 itself is installed."""
+    import shutil
+
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in PIPELINE_FILES:
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
+    return dest
+
+
+def run_snakemake(workdir, *args, check=True):
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+    res = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=pipeline_env())
+    if check and res.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed:\n{res.stdout[-3000:]}\n{res.stderr[-5000:]}")
+    return res
+
+
+@pytest.fixture(scope="session")
+def smoke_workdir(tmp_path_factory):
+    """A copy of the workflow in which the smoke config has run end to end (once per session)."""
+    workdir = copy_pipeline(tmp_path_factory.mktemp("smoke"))
+    run_snakemake(workdir, "--configfile", "config/smoke.yaml")
+    return workdir
+
+
+@pytest.fixture(scope="session")
+def smoke_results(smoke_workdir):
+    """The results/ folder of the smoke run."""
+    return smoke_workdir / "results"
