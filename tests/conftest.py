@@ -14,7 +14,7 @@ def gen():
 
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
-PIPELINE_FILES = ("Snakefile", "workflow", "config", "profiles")
+PIPELINE_FILES = ("Snakefile", "workflow", "config", "profiles", "environment.yml")
 
 
 def pipeline_env():
