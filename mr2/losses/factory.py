@@ -68,10 +68,14 @@ RELEASE_DEFAULTS: dict[str, Any] = {"lam": 0.1, "decay": 0.9, "zero_s_bar": True
 #: methods whose loss is defined by the training-set class counts (``class_counts`` required).
 NEEDS_COUNTS = frozenset({"ldam", "logit_adjust", "eql"})
 
+#: methods whose class statistics take a summing all-reduce over data-parallel ranks
+#: (``build_loss(..., reduce=mr2.distributed.all_reduce_sum)``; see ``mr2.stats.ClassStats``).
+REDUCIBLE = frozenset({"mr2", "mr2_uniform", "mr2_no_rep"})
+
 
 def _mr2(margin: str, fixed: dict[str, Any]) -> Callable[..., ClassLoss]:
-    def build(num_classes: int, feature_dim: int, class_counts: Any, **opts: Any) -> ClassLoss:
-        return MR2Loss(num_classes, feature_dim, margin=margin, **{**opts, **fixed})
+    def build(num_classes: int, feature_dim: int, class_counts: Any, reduce=None, **opts: Any) -> ClassLoss:
+        return MR2Loss(num_classes, feature_dim, margin=margin, reduce=reduce, **{**opts, **fixed})
 
     return build
 
@@ -139,6 +143,7 @@ def build_loss(
     num_classes: int,
     feature_dim: int,
     class_counts: Sequence[float] | torch.Tensor | None = None,
+    reduce: Callable[[torch.Tensor], torch.Tensor] | None = None,
     **options: Any,
 ) -> ClassLoss:
     """Build the loss of ``method`` for K = ``num_classes`` and features of width ``feature_dim``.
@@ -147,7 +152,8 @@ def build_loss(
     methods in ``NEEDS_COUNTS`` (a clear error otherwise) and ignored by the others, so the
     engine can always pass it. ``options`` override the method's defaults (see the module
     docstring and ``method_options``); unknown options and invalid values raise a
-    ``ValueError`` naming the option.
+    ``ValueError`` naming the option. ``reduce`` (methods in ``REDUCIBLE`` only) makes the
+    class statistics those of the batches of all data-parallel ranks together.
     """
     resolved = resolve_options(method, options)
     if method in NEEDS_COUNTS and class_counts is None:
@@ -156,4 +162,9 @@ def build_loss(
             f"build_loss({method!r}, num_classes, feature_dim, class_counts=...)"
         )
     builder = METHODS[method][0]
+    if reduce is not None:
+        if method not in REDUCIBLE:
+            raise ValueError(f"method {method!r} takes no 'reduce' (a summing all-reduce of class statistics); "
+                             f"only {', '.join(sorted(REDUCIBLE))} do")
+        return builder(num_classes, feature_dim, class_counts, reduce=reduce, **resolved)
     return builder(num_classes, feature_dim, class_counts, **resolved)
