@@ -25,9 +25,22 @@ Methods and their reading (formulas and references in each module's docstring):
   (Sagawa et al. 2020; group_dro.py).
 - ``fairdro``: χ²-robust class reweighting, mean + √(2ρ)·std of class losses with q set each
   epoch, ρ = 0.3 (Jung et al. 2023 adapted to class groups; fairdro.py).
+- ``jtt``: Just Train Twice (Liu et al. 2021), a two-stage method: stage 1 is an ERM run of
+  ``stage1_epochs`` epochs; the training samples it misclassifies (the error set, computed on
+  the training split) appear ``upweight`` times in every epoch of stage 2, whose loss is
+  cross-entropy. The stages are separate pipeline steps (mr2/jtt.py); the loss built here is
+  stage 2's cross-entropy, its options are read by the pipeline. T = 1 epoch (the shortest
+  published, CelebA) and λ_up = 6 (the smallest published, MultiNLI/CivilComments) because our
+  runs are short; the authors tune both per dataset on worst-group validation accuracy.
+- ``lff``: Learning from Failure (Nam et al. 2020): a biased model trained with generalised
+  CE (q = 0.7) and the evaluated model with CE weighted by the relative difficulty
+  W = CE_B/(CE_B + CE_D) of per-sample EMA losses (α = 0.7), trained together (lff.py).
+  Needs the engine to pass the batch inputs and sample indices, and a model builder.
 
 Every builder is called as ``builder(num_classes, feature_dim, class_counts, **options)``;
-methods in ``NEEDS_COUNTS`` use the counts, the others ignore them.
+methods in ``NEEDS_COUNTS`` use the counts, the others ignore them. Methods in
+``NEEDS_MODEL`` also receive ``model_builder`` (a callable returning a fresh network that takes
+the engine's inputs) and ``num_samples`` (the training-set size).
 """
 
 from __future__ import annotations
@@ -44,6 +57,7 @@ from .fairdro import FairDROLoss
 from .focal import FocalLoss
 from .group_dro import GroupDROLoss
 from .ldam import LDAMLoss
+from .lff import LfFLoss
 from .logit_adjust import LogitAdjustedLoss
 from .mr2 import MR2Loss
 from .release import ReleaseMR2Loss
@@ -52,7 +66,8 @@ from .supcon import SupConLoss
 # Every default is visible here. c̄ and λ are the release's values (c̄ = 1: the release's
 # margins have mean 1; λ = 0.1); p = 2 follows the paper for unnormalised features; the
 # momentum is per sample of a class (see mr2.stats). The paper publishes none of them.
-MR2_DEFAULTS: dict[str, Any] = {"c_bar": 1.0, "lam": 0.1, "p": 2.0, "momentum": 0.99}
+# statistic "a" is the paper's a_k; "spread" (γ from ‖ŝ_k‖² alone) is an exploratory variant of ours.
+MR2_DEFAULTS: dict[str, Any] = {"c_bar": 1.0, "lam": 0.1, "p": 2.0, "momentum": 0.99, "statistic": "a"}
 
 # Baselines: published defaults where the paper gives one (see each module for the source).
 FOCAL_DEFAULTS: dict[str, Any] = {"gamma": 2.0}
@@ -64,9 +79,13 @@ CENTER_DEFAULTS: dict[str, Any] = {"lam": 0.003, "alpha": 0.5}
 DRO_DEFAULTS: dict[str, Any] = {"eta": 0.01}
 FAIRDRO_DEFAULTS: dict[str, Any] = {"rho": 0.3}
 RELEASE_DEFAULTS: dict[str, Any] = {"lam": 0.1, "decay": 0.9, "zero_s_bar": True}
+JTT_DEFAULTS: dict[str, Any] = {"stage1_epochs": 1, "upweight": 6}
+LFF_DEFAULTS: dict[str, Any] = {"q": 0.7, "alpha": 0.7}
 
 #: methods whose loss is defined by the training-set class counts (``class_counts`` required).
 NEEDS_COUNTS = frozenset({"ldam", "logit_adjust", "eql"})
+#: methods whose loss owns a second network (``model_builder`` and ``num_samples`` required).
+NEEDS_MODEL = frozenset({"lff"})
 
 #: methods whose class statistics take a summing all-reduce over data-parallel ranks
 #: (``build_loss(..., reduce=mr2.distributed.all_reduce_sum)``; see ``mr2.stats.ClassStats``).
@@ -94,6 +113,20 @@ def _counted(cls: type[ClassLoss]) -> Callable[..., ClassLoss]:
     return build
 
 
+def _jtt(num_classes: int, feature_dim: int, class_counts: Any, stage1_epochs: int, upweight: int) -> ClassLoss:
+    """Stage 2 of JTT trains with cross-entropy; the options are checked here and used by the
+    pipeline (the stage-1 run's length, the error set's up-sampling factor)."""
+    for name, value in (("stage1_epochs", stage1_epochs), ("upweight", upweight)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"jtt: {name} must be an integer >= 1, got {name}={value!r}")
+    return CrossEntropy()
+
+
+def _lff(num_classes: int, feature_dim: int, class_counts: Any, model_builder: Any = None,
+         num_samples: Any = None, **opts: Any) -> ClassLoss:
+    return LfFLoss(num_classes, model_builder, num_samples, **opts)
+
+
 # name -> (builder, {option: default}, {option: value the method fixes})
 METHODS: dict[str, tuple[Callable[..., ClassLoss], dict[str, Any], dict[str, Any]]] = {
     "erm": (lambda num_classes, feature_dim, class_counts: CrossEntropy(), {}, {}),
@@ -109,6 +142,8 @@ METHODS: dict[str, tuple[Callable[..., ClassLoss], dict[str, Any], dict[str, Any
     "center": (_plain(CenterLoss), dict(CENTER_DEFAULTS), {}),
     "dro": (_plain(GroupDROLoss), dict(DRO_DEFAULTS), {}),
     "fairdro": (_plain(FairDROLoss), dict(FAIRDRO_DEFAULTS), {}),
+    "jtt": (_jtt, dict(JTT_DEFAULTS), {}),
+    "lff": (_lff, dict(LFF_DEFAULTS), {}),
 }
 
 
@@ -144,13 +179,18 @@ def build_loss(
     feature_dim: int,
     class_counts: Sequence[float] | torch.Tensor | None = None,
     reduce: Callable[[torch.Tensor], torch.Tensor] | None = None,
+    *,
+    model_builder: Callable[[], torch.nn.Module] | None = None,
+    num_samples: int | None = None,
     **options: Any,
 ) -> ClassLoss:
     """Build the loss of ``method`` for K = ``num_classes`` and features of width ``feature_dim``.
 
     ``class_counts`` (length K, the training-set count of each class) is required by the
     methods in ``NEEDS_COUNTS`` (a clear error otherwise) and ignored by the others, so the
-    engine can always pass it. ``options`` override the method's defaults (see the module
+    engine can always pass it. Likewise ``model_builder`` (a callable returning a fresh network
+    that takes the engine's batch inputs) and ``num_samples`` (the training-set size) are required
+    by the methods in ``NEEDS_MODEL`` and ignored by the others. ``options`` override the method's defaults (see the module
     docstring and ``method_options``); unknown options and invalid values raise a
     ``ValueError`` naming the option. ``reduce`` (methods in ``REDUCIBLE`` only) makes the
     class statistics those of the batches of all data-parallel ranks together.
@@ -162,6 +202,13 @@ def build_loss(
             f"build_loss({method!r}, num_classes, feature_dim, class_counts=...)"
         )
     builder = METHODS[method][0]
+    if method in NEEDS_MODEL:
+        if model_builder is None or num_samples is None:
+            raise ValueError(
+                f"method {method!r} owns a second network: build_loss({method!r}, ..., model_builder=<callable "
+                "returning a fresh model>, num_samples=<training-set size>)"
+            )
+        resolved = {**resolved, "model_builder": model_builder, "num_samples": num_samples}
     if reduce is not None:
         if method not in REDUCIBLE:
             raise ValueError(f"method {method!r} takes no 'reduce' (a summing all-reduce of class statistics); "

@@ -5,12 +5,14 @@ from __future__ import annotations
 import torch
 
 from ..margins import optimal_margins, uniform_margins
-from ..stats import ClassStats
+from ..stats import ClassStats, impute_unseen
 from .base import ClassLoss, LossOutput
 from .margin_ce import logit_margin_cross_entropy
 from .rep_margin import representation_margin_loss
 
 MARGINS = ("adaptive", "uniform")
+#: what Corollary 1 is fed: "a" = a_k (the paper), "spread" = ‖ŝ_k‖² alone (exploratory, ours)
+STATISTICS = ("a", "spread")
 
 
 class MR2Loss(ClassLoss):
@@ -28,6 +30,10 @@ class MR2Loss(ClassLoss):
         p: norm of the statistics behind a_k (2 by default).
         momentum: per-sample momentum β of the statistics (see ``mr2.stats``).
         margin: "adaptive" (Corollary 1) or "uniform".
+        statistic: the class statistic behind the adaptive margins: "a" (the paper's
+            a_k = ‖μ̂_k‖² + ‖ŝ_k‖²) or "spread" (‖ŝ_k‖² alone; an exploratory variant of
+            ours, not the paper's, for when a_k follows ‖μ̂_k‖² rather than the spread).
+            Either way γ follows Corollary 1's cube-root rule with mean c̄.
     """
 
     def __init__(
@@ -39,23 +45,33 @@ class MR2Loss(ClassLoss):
         p: float = 2.0,
         momentum: float = 0.99,
         margin: str = "adaptive",
+        statistic: str = "a",
         reduce=None,
     ) -> None:
         super().__init__()
         if margin not in MARGINS:
             raise ValueError(f"MR2Loss: margin must be one of {MARGINS}, got {margin!r}")
+        if statistic not in STATISTICS:
+            raise ValueError(f"MR2Loss: statistic must be one of {STATISTICS}, got statistic={statistic!r}")
         if not c_bar > 0:
             raise ValueError(f"MR2Loss: c_bar must be > 0 (Eq. 1 divides by it), got c_bar={c_bar}")
         if not lam >= 0:
             raise ValueError(f"MR2Loss: lam must be >= 0, got lam={lam}")
         self.num_classes, self.c_bar, self.lam, self.margin = num_classes, float(c_bar), float(lam), margin
+        self.statistic = statistic
         self.stats = ClassStats(num_classes, feature_dim, p=p, momentum=momentum, reduce=reduce)
 
     def margins(self) -> torch.Tensor:
         """γ_k for every class, from the current statistics."""
         if self.margin == "uniform":
             return uniform_margins(self.num_classes, self.c_bar, like=self.stats.sq_dev)
-        return optimal_margins(self.stats.variability(), self.c_bar)
+        return optimal_margins(self.margin_statistic(), self.c_bar)
+
+    def margin_statistic(self) -> torch.Tensor:
+        """What Corollary 1 is fed: a_k, or ‖ŝ_k‖² (unseen classes get the seen classes' mean)."""
+        if self.statistic == "spread":
+            return impute_unseen(self.stats.spread(), self.stats.seen)
+        return self.stats.variability()
 
     def forward(self, logits: torch.Tensor, features: torch.Tensor, targets: torch.Tensor) -> LossOutput:
         self.stats.update(features, targets)
