@@ -288,7 +288,9 @@ def sweep_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.D
     own = per_class[per_class["method"] == method]
     out = []
     for option in options:
-        swept = {v: p[1] for v in own["variant"].unique() if (p := parse_variant(v)) and p[0] == option}
+        # only this option's variants are parsed: others (e.g. "statistic=spread") may not be numbers
+        mine = [v for v in own["variant"].unique() if str(v).split("=", 1)[0] == option]
+        swept = {v: p[1] for v in mine if (p := parse_variant(v))}
         if not swept:
             continue
         values = {**swept, DEFAULT_VARIANT: default_value(runs, method, option)}

@@ -45,11 +45,15 @@ class PipelineConfigError(ValueError):
 
 
 def sweep_variants():
-    """Variants of the swept method: {"c_bar=0.5": {"c_bar": 0.5}, ...} (Fig. 5)."""
+    """Variants of the swept method, one option changed each, named "option=value":
+    {"c_bar=0.5": {"c_bar": 0.5}, "statistic=spread": {"statistic": "spread"}, ...}.
+    c_bar and lam are the paper's Fig. 5; any other option of the method may be swept too."""
     sweeps = config.get("sweeps", {})
     out = {}
-    for key in ("c_bar", "lam"):
-        for value in sweeps.get(key, []):
+    for key, values in sweeps.items():
+        if key == "method":
+            continue
+        for value in values:
             out[f"{key}={value}"] = {key: value}
     return out
 
@@ -94,9 +98,8 @@ def run_cfg(dataset, method, variant, seed):
 def check_config():
     """Everything that can be checked before a job runs, each error naming the key."""
     sweep_method = config.get("sweeps", {}).get("method", "mr2")
-    if config.get("sweeps", {}).get("c_bar") or config.get("sweeps", {}).get("lam"):
-        if sweep_method in ("erm",):
-            raise PipelineConfigError(f"config key 'sweeps.method': {sweep_method!r} has no c_bar or lam to sweep")
+    if sweep_variants() and sweep_method in ("erm",):
+        raise PipelineConfigError(f"config key 'sweeps.method': {sweep_method!r} has no options to sweep")
     reference = config.get("reference", "erm")
     if reference not in config["methods"]:
         raise PipelineConfigError(f"config key 'reference': {reference!r} is not in 'methods' {config['methods']}")
