@@ -10,15 +10,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mr2.losses import NEEDS_COUNTS, build_loss, method_options
+from mr2.losses import NEEDS_COUNTS, NEEDS_MODEL, build_loss, method_options
 from mr2.losses import factory
 from mr2.losses.center import CenterLoss
 from mr2.losses.fairdro import chi2_best_response
 from mr2.losses.ldam import effective_number_weights, ldam_margins
 from mr2.losses.supcon import supcon_loss
 
-BASELINES = ("focal", "ldam", "logit_adjust", "eql", "supcon", "center", "dro", "fairdro", "mr2_release")
-ALL = tuple(factory.METHODS)
+BASELINES = ("focal", "ldam", "logit_adjust", "eql", "supcon", "center", "dro", "fairdro", "mr2_release", "jtt", "lff")
+# losses called as loss(logits, features, targets); those owning a second network (LfF) need
+# the batch inputs and indices and are tested in tests/test_jtt_lff.py
+ALL = tuple(m for m in factory.METHODS if m not in NEEDS_MODEL)
 
 
 @pytest.fixture
@@ -426,6 +428,8 @@ def test_published_defaults_are_visible():
     assert method_options("center")["lam"] == 0.003
     assert method_options("dro") == {"eta": 0.01}
     assert method_options("mr2_release") == {"lam": 0.1, "decay": 0.9, "zero_s_bar": True}
+    assert method_options("jtt") == {"stage1_epochs": 1, "upweight": 6}
+    assert method_options("lff") == {"q": 0.7, "alpha": 0.7}
 
 
 @pytest.mark.parametrize("method", sorted(NEEDS_COUNTS))
@@ -473,11 +477,17 @@ def test_methods_without_counts_ignore_them():
         ("mr2_release", {"zero_s_bar": "yes"}, "zero_s_bar"),
         ("mr2_release", {"c_bar": 1.0}, "option 'c_bar'"),
         ("mr2_no_rep", {"lam": 0.5}, "fixes lam"),
+        ("jtt", {"upweight": 0}, "upweight must be an integer >= 1"),
+        ("jtt", {"stage1_epochs": 1.5}, "stage1_epochs must be an integer"),
+        ("jtt", {"lam": 0.1}, "'jtt' does not take option 'lam'"),
+        ("lff", {"q": 0.0}, "q must be in"),
+        ("lff", {"alpha": 1.0}, "alpha must be in"),
     ],
 )
 def test_invalid_options_are_rejected_by_name(method, options, message):
     with pytest.raises(ValueError, match=message):
-        build_loss(method, 4, 3, class_counts=[5, 5, 5, 5], **options)
+        build_loss(method, 4, 3, class_counts=[5, 5, 5, 5], model_builder=lambda: torch.nn.Linear(2, 4),
+                   num_samples=10, **options)
 
 
 # ---------------------------------------------------------------- tiny training run

@@ -5,11 +5,12 @@ from .base import ClassLoss, LossOutput
 from .center import CenterLoss
 from .eql import EqualizationLoss
 from .erm import CrossEntropy
-from .factory import METHODS, NEEDS_COUNTS, build_loss, method_options, resolve_options
+from .factory import METHODS, NEEDS_COUNTS, NEEDS_MODEL, build_loss, method_options, resolve_options
 from .fairdro import FairDROLoss
 from .focal import FocalLoss
 from .group_dro import GroupDROLoss
 from .ldam import LDAMLoss
+from .lff import LfFLoss
 from .logit_adjust import LogitAdjustedLoss
 from .margin_ce import logit_margin_cross_entropy
 from .mr2 import MR2Loss
@@ -26,11 +27,13 @@ __all__ = [
     "FocalLoss",
     "GroupDROLoss",
     "LDAMLoss",
+    "LfFLoss",
     "LogitAdjustedLoss",
     "LossOutput",
     "METHODS",
     "MR2Loss",
     "NEEDS_COUNTS",
+    "NEEDS_MODEL",
     "ReleaseMR2Loss",
     "SupConLoss",
     "build_loss",

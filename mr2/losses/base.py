@@ -29,6 +29,11 @@ class ClassLoss(nn.Module):
     #: how many augmented views of each sample the loss wants in one batch (2 for SupCon);
     #: the engine then passes the views concatenated along the batch, targets repeated.
     n_views: int = 1
+    #: a loss that sets these gets ``inputs=`` (the batch the model saw, after augmentation) and
+    #: ``indices=`` (each sample's index in the training split, on the batch's device) as
+    #: keyword arguments from the engine's training step (LfF: its own model and per-sample EMAs).
+    needs_inputs: bool = False
+    needs_indices: bool = False
 
     def on_epoch_start(self, epoch: int) -> None:
         """Called by the engine before each training epoch (e.g. to reset per-epoch state)."""
