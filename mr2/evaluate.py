@@ -8,13 +8,15 @@
   confusion.csv   tidy confusion matrix: true, predicted, count
   metrics.json    overall top-1, mean/worst/std of per-class accuracy, the numbers the
                   bound of Proposition 1 needs (training error, training margin
-                  cross-entropy with the trained γ, classifier weight norms, N)
+                  cross-entropy with the trained γ, classifier weight norms, N; the norms
+                  of the head's affine map [W b] (``affine_map``) and whether it has a bias)
 Every file carries the run's keys (dataset, method, variant, seed) and the resolved config
 travels in ``metrics.json``.
 """
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ from .loader import Source
 from .losses import build_loss, logit_margin_cross_entropy
 from .models import build_model
 from .stats import class_moments, lp_sq_norm
-from .train import per_class_accuracy, predict, select_device
+from .train import as_trained_net, per_class_accuracy, predict, select_device
 
 STAT_NORMS = (2.0, 3.0, 5.0)
 
@@ -45,6 +47,15 @@ def feature_statistics(features: torch.Tensor, y: torch.Tensor, k: int, p: float
     n, m, v, _ = class_moments(features.double(), y, k, p)
     msq = lp_sq_norm(m, p)
     return {"mean_sq_norm": msq, "spread": v, "a": msq + v, "n": n}
+
+
+def affine_map(head: torch.nn.Module, feature_dim: int, device: torch.device) -> torch.Tensor:
+    """[W b] (K, D + 1) of a head whose logits are affine in the features it classifies,
+    z = W e + b: b = classify(0), W = classify(I) − b (cosine head: W = s·w_k/‖w_k‖₂, b = 0)."""
+    with torch.no_grad():
+        bias = head.classify(torch.zeros(1, feature_dim, device=device)).float()
+        weight = head.classify(torch.eye(feature_dim, device=device)).float() - bias
+    return torch.cat([weight.t(), bias.t()], dim=1)
 
 
 def load_run(run_dir: str | Path, device: torch.device):
@@ -72,7 +83,9 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
     data = load_prepared(data_path)
     info, k = data.info, data.info.num_classes
     counts = torch.bincount(data.train.y, minlength=k)
-    loss = build_loss(cfg["method"]["name"], k, model.feature_dim, class_counts=counts, **cfg["method"]["options"])
+    loss = build_loss(cfg["method"]["name"], k, model.feature_dim, class_counts=counts, num_samples=len(data.train.y),
+                      model_builder=lambda: as_trained_net(copy.deepcopy(model), cfg["train"]["mode"]),
+                      **cfg["method"]["options"])
     loss.load_state_dict(loss_state)
     loss.to(dev).eval()
     mean, std = torch.tensor(info.mean, device=dev), torch.tensor(info.std, device=dev)
@@ -110,6 +123,7 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
                               "true": true.ravel(), "predicted": predicted.ravel(), "count": conf.ravel()})
 
     weight = getattr(model.head, "fc", model.head).weight.detach().float()  # linear or cosine head
+    head_map = affine_map(model.head, model.feature_dim, dev)  # [W b] of the logits' map (Proposition 1's f)
     seen = ~acc.isnan()
     metrics = {
         **keys,
@@ -126,6 +140,9 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
         "train_margin_ce": logit_margin_cross_entropy(train_logits, y_train, gamma).item(),
         "weight_max_row_norm": weight.norm(dim=1).max().item(),
         "weight_frobenius_norm": weight.norm().item(),
+        "head_bias": any(name.endswith("bias") for name, _ in model.head.named_parameters()),
+        "head_max_row_norm": head_map.norm(dim=1).max().item(),
+        "head_frobenius_norm": head_map.norm().item(),
         "config": cfg,
     }
     out = Path(out_dir)
