@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pandas as pd
 import yaml
@@ -97,8 +97,11 @@ def caption(report_dir: Path, name: str) -> str:
 
 
 def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict[str, str], out: str | Path,
-                 report_dir: str | Path, config: dict[str, Any], reference: str = "erm") -> str:
-    """Assemble results/report.md; ``figures`` maps a figure name to its PNG path relative to ``out``."""
+                 report_dir: str | Path, config: dict[str, Any], reference: str = "erm",
+                 sections: Sequence[str] = ()) -> str:
+    """Assemble results/report.md; ``figures`` maps a figure name to its PNG path relative to ``out``;
+    ``sections`` are Markdown sections written by other steps (e.g. the theory step's), placed
+    before the figures."""
     per_class, runs, groups = tables["per_class"], tables["runs"], tables["groups"]
     report_dir = Path(report_dir)
     n_runs = len(runs)
@@ -123,6 +126,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "## What we find",
         "",
         *findings(per_class, runs, groups, reference),
+        *[f"{section.strip()}\n" for section in sections],
         "## Figures",
         "",
     ]
