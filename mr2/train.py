@@ -12,6 +12,11 @@ removed once the run is complete.
 Determinism: the model is initialised from ``seed``; each epoch draws its order and
 augmentation from generators seeded by (seed, epoch), so a resumed run reproduces the
 uninterrupted one exactly on CPU.
+
+Several devices: started by ``torchrun`` (or ``python -m mr2 train --nproc N``), each process
+trains on its slice of every global batch of ``train.batch_size`` and the loss is evaluated
+on the gathered global batch, so the MR² statistics, γ and s̄ are those of one process (see
+``mr2.distributed``); rank 0 alone logs and writes the outputs and checkpoints.
 """
 
 from __future__ import annotations
@@ -28,12 +33,15 @@ import torch
 from torch import nn
 
 from . import augment as aug
+from . import distributed
+from .accel import CompiledOrEager, optimizer_options, to_channels_last, uses_channels_last
 from .config import ConfigError
 from .data import load_prepared
 from .io import save_csv, save_torch, save_yaml
 from .loader import Source, in_memory
 from .losses import build_loss
 from .models import build_model, freeze_backbone
+from .upsample import epoch_index
 
 CHECKPOINT = "checkpoint.pt"
 
@@ -73,6 +81,13 @@ def autocast_for(device: torch.device, amp: str):
     return contextlib.nullcontext()
 
 
+def as_trained_net(model: nn.Module, mode: str) -> nn.Module:
+    """The network the training step feeds: ``model`` itself, or in linear probing (``mode``)
+    its head on cached backbone features, the backbone frozen. Used for a loss's own second
+    network (LfF's biased model) so that it takes the same inputs as the model."""
+    return HeadOnly(freeze_backbone(model)) if mode == "linear_probe" else model
+
+
 class HeadOnly(nn.Module):
     """The classifier head of a model, applied to cached backbone features (linear probing)."""
 
@@ -109,9 +124,12 @@ class Runner:
     """Everything a run needs, built from the resolved config before any training starts."""
 
     def __init__(self, cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print) -> None:
-        self.cfg, self.out, self.log = cfg, Path(out_dir), log
+        self.cfg, self.out = cfg, Path(out_dir)
         tc = cfg["train"]
-        self.device = select_device(cfg["device"])
+        device = select_device(cfg["device"])
+        self.world = distributed.init_from_env(device.type)  # one process unless started by torchrun
+        self.device = distributed.device_for(device, self.world)
+        self.log = log if self.world.is_main else (lambda *_, **__: None)
         if cfg["threads"]:
             torch.set_num_threads(int(cfg["threads"]))
         self.data = load_prepared(data_path)
@@ -125,8 +143,12 @@ class Runner:
             mc["name"], self.k, info.input_shape, head=mc["head"], cosine_scale=mc["cosine_scale"],
             weights=mc["weights"], **mc["options"],
         ).to(self.device)
+        self.channels_last = uses_channels_last(self.device, info.input_shape)
+        if self.channels_last:
+            self.model = self.model.to(memory_format=torch.channels_last)
         counts = torch.bincount(self.data.train.y, minlength=self.k)
         self.loss = build_loss(cfg["method"]["name"], self.k, self.model.feature_dim, class_counts=counts,
+                               model_builder=self._twin, num_samples=len(self.data.train.y),
                                **cfg["method"]["options"]).to(self.device)
         self.mode = tc["mode"]
         self.amp = cfg["amp"]
@@ -143,25 +165,33 @@ class Runner:
             self.net = self.model
         self.train_src, self.val_src = train_src, val_src
         if tc["compile"]:
-            try:
-                self.net = torch.compile(self.net)
-            except Exception as exc:  # noqa: BLE001 - reported, then run without it
-                self.log(f"[train] torch.compile unavailable ({exc}); running uncompiled")
+            self.net = CompiledOrEager(self.net, self.log)
+        self.eval_net = self.net  # evaluation runs per rank, outside DDP
+        if self.world.size > 1:
+            ids = [self.device.index] if self.device.type == "cuda" else None
+            self.net = nn.parallel.DistributedDataParallel(self.net, device_ids=ids)
         params = [p for p in list(self.model.parameters()) + list(self.loss.parameters()) if p.requires_grad]
         if tc["optimizer"] == "sgd":
             self.opt = torch.optim.SGD(params, lr=tc["lr"], momentum=tc["momentum"], nesterov=tc["nesterov"],
-                                       weight_decay=tc["weight_decay"])
+                                       weight_decay=tc["weight_decay"], **optimizer_options(torch.optim.SGD, self.device))
         else:
-            self.opt = torch.optim.AdamW(params, lr=tc["lr"], weight_decay=tc["weight_decay"])
-        n = len(self.train_src)
+            self.opt = torch.optim.AdamW(params, lr=tc["lr"], weight_decay=tc["weight_decay"],
+                                         **optimizer_options(torch.optim.AdamW, self.device))
+        self.train_index = epoch_index(tc, self.data.train.y)  # each sample once, or up-sampled (JTT)
+        n = len(self.train_index)
         self.batch = min(tc["batch_size"], n)
         self.steps_per_epoch = n // self.batch  # the last partial batch is dropped (BatchNorm needs > 1 sample)
+        if self.batch % self.world.size:
+            raise ConfigError(f"config key 'train.batch_size' ({self.batch}) must be divisible by the number "
+                              f"of processes ({self.world.size})")
+        self.local_batch = self.batch // self.world.size  # each rank's share of the global batch
         self.total_steps = self.steps_per_epoch * tc["epochs"]
         self.warmup_steps = int(round(tc["warmup_epochs"] * self.steps_per_epoch))
 
     # ---------------------------------------------------------------- data transforms
     def normalise(self, x: torch.Tensor) -> torch.Tensor:
-        return aug.normalize(x, self.mean, self.std)
+        x = aug.normalize(x, self.mean, self.std)
+        return to_channels_last(x) if self.channels_last else x
 
     def eval_transform(self, x: torch.Tensor) -> torch.Tensor:
         return x.float() if self.mode == "linear_probe" else self.normalise(x)
@@ -189,6 +219,24 @@ class Runner:
         feats = torch.cat(out) if out else torch.empty(0, self.model.feature_dim, device=self.device)
         return in_memory(feats, source.y, self.device)
 
+    def _twin(self) -> nn.Module:
+        """A second network of the run's model config, initialised independently, taking the
+        inputs of ``self.net`` (for losses that own one: LfF's biased model)."""
+        mc = self.cfg["model"]
+        twin = build_model(mc["name"], self.k, self.data.info.input_shape, head=mc["head"],
+                           cosine_scale=mc["cosine_scale"], weights=mc["weights"], **mc["options"])
+        return as_trained_net(twin.to(self.device), self.cfg["train"]["mode"])
+
+    def loss_extras(self, xin: torch.Tensor, perm: torch.Tensor, step: int, views: int) -> dict[str, torch.Tensor]:
+        """The keyword arguments the loss asks for (``needs_inputs``/``needs_indices``): the batch
+        as the model saw it and each sample's index in the training split."""
+        extras = {}
+        if self.loss.needs_inputs:
+            extras["inputs"] = xin
+        if self.loss.needs_indices:
+            extras["indices"] = perm[step * self.batch:(step + 1) * self.batch].repeat(views).to(self.device)
+        return extras
+
     # ---------------------------------------------------------------- state
     def state(self) -> dict[str, Any]:
         return {"model": self.model.state_dict(), "loss": self.loss.state_dict()}
@@ -201,19 +249,20 @@ class Runner:
     def train_epoch(self, epoch: int) -> dict[str, float]:
         tc = self.cfg["train"]
         seed = epoch_seed(self.cfg["seed"], epoch)
-        torch.manual_seed(seed)  # dropout and any other global-RNG draws
-        order_gen = torch.Generator().manual_seed(seed)
-        aug_gen = torch.Generator(device=self.device).manual_seed(seed)
+        torch.manual_seed(seed + self.world.rank)  # dropout and any other global-RNG draws
+        order_gen = torch.Generator().manual_seed(seed)  # the same order on every rank
+        aug_gen = torch.Generator(device=self.device).manual_seed(seed + self.world.rank)
         self.net.train()
         if self.mode == "linear_probe":
             self.model.backbone.eval()
         self.loss.train()
         self.loss.on_epoch_start(epoch)
-        perm = torch.randperm(len(self.train_src), generator=order_gen)
+        perm = distributed.shard(self.train_index[torch.randperm(len(self.train_index), generator=order_gen)],
+                                 self.batch, self.world)
         sums: dict[str, torch.Tensor] = {}
         correct = torch.zeros((), device=self.device)
         views = self.loss.n_views
-        for step, (xb, yb) in enumerate(self.train_src.batches(perm, self.batch, drop_last=True)):
+        for step, (xb, yb) in enumerate(self.train_src.batches(perm, self.local_batch, drop_last=True)):
             lr = lr_at(epoch * self.steps_per_epoch + step, self.total_steps, self.warmup_steps, tc["lr"], tc["min_lr"])
             for group in self.opt.param_groups:
                 group["lr"] = lr
@@ -221,9 +270,14 @@ class Runner:
             yin = yb.repeat(views)
             with autocast_for(self.device, self.amp):
                 logits, feats = self.net(xin)
-            out = self.loss(logits, feats, yin)
+            if self.world.size > 1:  # every rank evaluates the loss on the global batch (mr2.distributed)
+                logits, feats = (distributed.gather_batch(t.float(), views) for t in (logits, feats))
+                yb = distributed.gather_batch(yb)
+                yin = yb.repeat(views)
+            out = self.loss(logits, feats, yin, **self.loss_extras(xin, perm, step, views))
             self.opt.zero_grad(set_to_none=True)
             out.total.backward()
+            distributed.average_gradients(self.loss.parameters())
             if tc["grad_clip"]:
                 nn.utils.clip_grad_norm_(self.opt.param_groups[0]["params"], tc["grad_clip"])
             self.opt.step()
@@ -243,7 +297,7 @@ class Runner:
     def validate(self) -> dict[str, float]:
         if len(self.val_src) == 0:
             return {}
-        logits, _ = predict(self.net, self.val_src, self.cfg["train"]["eval_batch_size"], self.eval_transform,
+        logits, _ = predict(self.eval_net, self.val_src, self.cfg["train"]["eval_batch_size"], self.eval_transform,
                             self.device, self.amp)
         y = self.val_src.y
         acc = per_class_accuracy(logits.argmax(1), y, self.k)
@@ -263,6 +317,7 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     runner = Runner(cfg, data_path, out, log)
+    log = runner.log  # silent on every rank but 0
     tc = cfg["train"]
     ckpt_path = out / CHECKPOINT
     rows: list[dict[str, Any]] = []
@@ -289,8 +344,9 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
         if tc["select"] == "best_val" and (best is None or numbers.get("val_acc", 0.0) > best["val_acc"]):
             best = {"val_acc": numbers.get("val_acc", 0.0), "epoch": epoch + 1,
                     "state": {k: {n: t.detach().clone() for n, t in v.items()} for k, v in runner.state().items()}}
-        save_torch({"config": cfg, "epoch": epoch + 1, "state": runner.state(), "optimizer": runner.opt.state_dict(),
-                    "rows": rows, "best": best}, ckpt_path)
+        if runner.world.is_main:
+            save_torch({"config": cfg, "epoch": epoch + 1, "state": runner.state(), "optimizer": runner.opt.state_dict(),
+                        "rows": rows, "best": best}, ckpt_path)
         shown = " ".join(f"{k}={v:.4g}" for k, v in numbers.items())
         log(f"[train] {cfg['data']['name']}/{cfg['method']['name']} seed {cfg['seed']} "
             f"epoch {epoch + 1}/{tc['epochs']}: {shown}")
@@ -299,9 +355,11 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     if tc["select"] == "best_val" and best is not None:
         runner.load_state(best["state"])
         final_epoch = best["epoch"]
-    save_torch({"config": cfg, "state": runner.state(), "epoch": final_epoch, "info": runner.data.info.__dict__},
-               out / "model.pt")
-    save_yaml(cfg, out / "config.yaml")
-    save_csv(pd.DataFrame(rows, columns=["epoch", "class", "name", "value"]), out / "epochs.csv")
-    ckpt_path.unlink(missing_ok=True)
+    if runner.world.is_main:  # one writer in a data-parallel run
+        save_torch({"config": cfg, "state": runner.state(), "epoch": final_epoch, "info": runner.data.info.__dict__},
+                   out / "model.pt")
+        save_yaml(cfg, out / "config.yaml")
+        save_csv(pd.DataFrame(rows, columns=["epoch", "class", "name", "value"]), out / "epochs.csv")
+        ckpt_path.unlink(missing_ok=True)
+    distributed.finish(runner.world)
     return numbers
