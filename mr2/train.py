@@ -234,7 +234,7 @@ class Runner:
         if self.loss.needs_inputs:
             extras["inputs"] = xin
         if self.loss.needs_indices:
-            extras["indices"] = perm[step * self.batch:(step + 1) * self.batch].repeat(views).to(self.device)
+            extras["indices"] = perm[step * self.local_batch:(step + 1) * self.local_batch].repeat(views).to(self.device)
         return extras
 
     # ---------------------------------------------------------------- state
@@ -270,11 +270,13 @@ class Runner:
             yin = yb.repeat(views)
             with autocast_for(self.device, self.amp):
                 logits, feats = self.net(xin)
+            extras = self.loss_extras(xin, perm, step, views)
             if self.world.size > 1:  # every rank evaluates the loss on the global batch (mr2.distributed)
                 logits, feats = (distributed.gather_batch(t.float(), views) for t in (logits, feats))
+                extras = {k: distributed.gather_batch(v, views) for k, v in extras.items()}
                 yb = distributed.gather_batch(yb)
                 yin = yb.repeat(views)
-            out = self.loss(logits, feats, yin, **self.loss_extras(xin, perm, step, views))
+            out = self.loss(logits, feats, yin, **extras)
             self.opt.zero_grad(set_to_none=True)
             out.total.backward()
             distributed.average_gradients(self.loss.parameters())
