@@ -14,6 +14,7 @@ from typing import Any, Sequence
 import pandas as pd
 import yaml
 
+from .analysis import premise_section
 from .io import save_text
 from .results import DEFAULT_VARIANT, paired_difference, per_run_metrics
 
@@ -98,10 +99,11 @@ def caption(report_dir: Path, name: str) -> str:
 
 def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict[str, str], out: str | Path,
                  report_dir: str | Path, config: dict[str, Any], reference: str = "erm",
-                 sections: Sequence[str] = ()) -> str:
+                 sections: Sequence[str] = (), analysis: str | Path | None = None) -> str:
     """Assemble results/report.md; ``figures`` maps a figure name to its PNG path relative to ``out``;
     ``sections`` are Markdown sections written by other steps (e.g. the theory step's), placed
-    before the figures."""
+    before the figures; ``analysis`` (the folder of ``mr2.analysis.write_analysis``) adds the
+    "Does the premise hold?" section after the findings."""
     per_class, runs, groups = tables["per_class"], tables["runs"], tables["groups"]
     report_dir = Path(report_dir)
     n_runs = len(runs)
@@ -126,6 +128,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "## What we find",
         "",
         *findings(per_class, runs, groups, reference),
+        *(premise_section(analysis, out, report_dir, reference) if analysis else []),
         *[f"{section.strip()}\n" for section in sections],
         "## Figures",
         "",
