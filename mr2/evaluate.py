@@ -37,9 +37,14 @@ STAT_NORMS = (2.0, 3.0, 5.0)
 
 
 def run_keys(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The identity of a run in every table: dataset, method, variant, seed."""
-    return {"dataset": cfg.get("tags", {}).get("dataset_key", cfg["data"]["name"]), "method": cfg["method"]["name"],
-            "variant": cfg.get("tags", {}).get("variant", "default"), "seed": cfg["seed"]}
+    """The identity of a run in every table: dataset, method, variant, seed.
+
+    ``dataset`` is the pipeline's dataset key (``tags.dataset_key``) when the config has one,
+    so two dataset blocks reading the same data stay apart; otherwise ``data.name``.
+    """
+    tags = cfg.get("tags") or {}
+    return {"dataset": tags.get("dataset_key", cfg["data"]["name"]), "method": cfg["method"]["name"],
+            "variant": tags.get("variant", "default"), "seed": int(cfg["seed"])}
 
 
 def feature_statistics(features: torch.Tensor, y: torch.Tensor, k: int, p: float) -> dict[str, torch.Tensor]:

@@ -29,7 +29,7 @@ import pandas as pd
 import yaml
 from scipy import stats
 
-from .evaluate import difficulty_groups, group_accuracy
+from .evaluate import difficulty_groups, group_accuracy, run_keys
 from .io import save_csv, save_text
 
 RUN_KEYS = ["dataset", "method", "variant", "seed"]
@@ -43,17 +43,6 @@ METRIC_TITLES = {"top1": "Top-1", "all": "All", "easy": "Easy", "medium": "Mediu
 
 
 # ----------------------------------------------------------------------------- aggregation
-def run_identity(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The keys of a run from its resolved config: dataset, method, variant, seed.
-
-    ``dataset`` is the pipeline's dataset key (``tags.dataset_key``) when the config has one,
-    so two dataset blocks reading the same data stay apart; otherwise ``data.name``.
-    """
-    tags = cfg.get("tags") or {}
-    return {"dataset": tags.get("dataset_key", cfg["data"]["name"]), "method": cfg["method"]["name"],
-            "variant": tags.get("variant", DEFAULT_VARIANT), "seed": int(cfg["seed"])}
-
-
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """A nested mapping as one level of dotted keys; lists become JSON text, empty mappings vanish."""
     out: dict[str, Any] = {}
@@ -85,7 +74,7 @@ def read_run(run_dir: str | Path, eval_subdir: str = EVAL_SUBDIR) -> dict[str, p
     """The per_class, runs (one row) and epochs tables of one run directory."""
     run_dir = Path(run_dir)
     cfg = yaml.safe_load(_need(run_dir / "config.yaml").read_text())
-    keys = run_identity(cfg)
+    keys = run_keys(cfg)
     ev = run_dir / eval_subdir
     per_class = pd.read_csv(_need(ev / "per_class.csv"))
     metrics = json.loads(_need(ev / "metrics.json").read_text())

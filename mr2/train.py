@@ -308,7 +308,7 @@ class Runner:
                 "val_worst_class_acc": acc[seen].min().item()}
 
 
-def run_identity(cfg: dict[str, Any]) -> dict[str, Any]:
+def resume_key(cfg: dict[str, Any]) -> dict[str, Any]:
     """The config without the keys that only say where/how fast it runs (threads, device):
     a checkpoint of the same identity is resumed."""
     return {k: v for k, v in cfg.items() if k not in ("threads", "device")}
@@ -326,7 +326,7 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     start, best = 0, None
     if ckpt_path.exists():
         ckpt = torch.load(ckpt_path, map_location=runner.device, weights_only=False)
-        if run_identity(ckpt["config"]) == run_identity(cfg):
+        if resume_key(ckpt["config"]) == resume_key(cfg):
             runner.load_state(ckpt["state"])
             runner.opt.load_state_dict(ckpt["optimizer"])
             start, rows, best = ckpt["epoch"], ckpt["rows"], ckpt["best"]
