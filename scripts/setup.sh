@@ -28,7 +28,7 @@ REQ=requirements.txt
 STAMP="$VENV/.mr2-$(sha256sum "$REQ" | cut -c1-16)"
 if [ ! -f "$STAMP" ]; then
   echo "[setup] installing $REQ into $VENV"
-  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q --upgrade pip "setuptools>=68"
   "$VENV/bin/python" -m pip install -q -r "$REQ"
   touch "$STAMP"
 fi
