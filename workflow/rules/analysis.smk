@@ -1,0 +1,28 @@
+# Does the paper's premise hold? Each link of MR²'s chain measured from the tidy tables
+# (mr2/analysis.py): rank correlations with seed intervals, a_k's decomposition, two figures.
+ANALYSIS = "results/analysis"
+ANALYSIS_TABLES = ["correlations", "correlation_summary", "decomposition", "decomposition_summary", "margins"]
+ANALYSIS_FIGURES = ["premise_decomposition", "premise_margins"]
+
+
+rule analysis:
+    """ERM's per-class error against ‖μ̂_k‖², ‖ŝ_k‖², a_k (L2/L3/L5) and MR²'s γ_k; γ_k against the gains."""
+    input:
+        expand(f"{TABLES}/{{name}}.csv", name=TABLE_NAMES),
+    output:
+        tables=[f"{ANALYSIS}/{n}.csv" for n in ANALYSIS_TABLES if n != "correlation_summary"],
+        summary=report(f"{ANALYSIS}/correlation_summary.csv", caption="../report/premise_table.rst", category="Premise"),
+        png=[report(f"{ANALYSIS}/{n}.png", caption=f"../report/{n}.rst", category="Premise") for n in ANALYSIS_FIGURES],
+        pdf=[f"{ANALYSIS}/{n}.pdf" for n in ANALYSIS_FIGURES],
+    params:
+        reference=config.get("reference", "erm"),
+        method=config.get("sweeps", {}).get("method", "mr2"),
+        tables=lambda wildcards, input: folder_of(input[0]),
+        out=lambda wildcards, output: folder_of(output.summary),
+    log:
+        f"{LOGS}/analysis.log",
+    conda:
+        ENV
+    shell:
+        "python -m mr2 analysis --tables {params.tables} --reference {params.reference} --method {params.method}"
+        " --out {params.out} > {log} 2>&1"
