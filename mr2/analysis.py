@@ -415,7 +415,8 @@ def plot_margins_vs_error(margins: pd.DataFrame, summary: pd.DataFrame, stem: st
                        label=label(method, variant))
             row = lookup(summary, dataset, method, variant, "erm_error", "gamma")
             title.append(f"{label(method, variant)}: ρ = {format_rho(row, level)}")
-        ax.axhline(1.0, color="grey", linewidth=0.6, linestyle=":")
+        c_bar = data.loc[data["dataset"] == dataset, "gamma"].mean()  # Corollary 1 keeps the mean at c̄
+        ax.axhline(c_bar, color="grey", linewidth=0.6, linestyle=":")
         ax.set(xlabel="ERM per-class test error (%)", ylabel="final γ_k")
         ax.set_title("\n".join(title), fontsize=8)
     handles = [plt.Line2D([], [], marker=markers[i % len(markers)], linestyle="", color="grey", label=label(method, v))
