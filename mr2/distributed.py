@@ -28,10 +28,8 @@ gathering the batch (statistics global, representation pairs per rank).
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import torch
 import torch.distributed as dist
@@ -167,12 +165,10 @@ def average_gradients(params: Iterable[torch.Tensor]) -> None:
         offset += g.numel()
 
 
-def torchrun_command(nproc: int, argv: Sequence[str]) -> list[str]:
-    """``python -m torch.distributed.run --standalone --nproc_per_node=N -m mr2 <argv>``
-    (``--standalone`` picks a free local port, so several runs can share a node)."""
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}", "-m", "mr2", *argv]
-
-
-def launch(nproc: int, argv: Sequence[str]) -> int:
-    """Run ``python -m mr2 <argv>`` in ``nproc`` processes under torchrun; its exit status."""
-    return subprocess.run(torchrun_command(nproc, argv)).returncode
+def launcher(nproc: int) -> str:
+    """The command that runs the CLI in ``nproc`` processes: ``python -m mr2`` for one,
+    ``python -m torch.distributed.run --standalone --nproc_per_node=N -m mr2`` (torchrun) for
+    more; ``--standalone`` picks a free local port, so several runs can share a node."""
+    if nproc <= 1:
+        return "python -m mr2"
+    return f"python -m torch.distributed.run --standalone --nproc_per_node={int(nproc)} -m mr2"

@@ -13,7 +13,7 @@ Determinism: the model is initialised from ``seed``; each epoch draws its order 
 augmentation from generators seeded by (seed, epoch), so a resumed run reproduces the
 uninterrupted one exactly on CPU.
 
-Several devices: started by ``torchrun`` (or ``python -m mr2 train --nproc N``), each process
+Several devices: started by ``torchrun --standalone --nproc_per_node=N -m mr2 train ...``, each process
 trains on its slice of every global batch of ``train.batch_size`` and the loss is evaluated
 on the gathered global batch, so the MR² statistics, γ and s̄ are those of one process (see
 ``mr2.distributed``); rank 0 alone logs and writes the outputs and checkpoints.
