@@ -3,6 +3,7 @@
   python -m mr2 prepare  --config C.yaml [--set k=v ...] --out results/data/<dataset>.pt
   python -m mr2 train    --config C.yaml [--set k=v ...] --data <prepared.pt> --out <run dir>
   python -m mr2 evaluate --run <run dir> --data <prepared.pt> --out <eval dir>
+  python -m mr2 errors   --run <run dir> --data <prepared.pt> --out <errors.csv>   (JTT: misclassified training samples)
   python -m mr2 aggregate --runs <run dir> ... --reference erm --out results/tables
   python -m mr2 table    --tables results/tables --reference erm
   python -m mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2]
@@ -35,6 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run", required=True, help="a finished run directory (holds model.pt)")
     p.add_argument("--data", required=True)
     p.add_argument("--out", required=True)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", default="auto")
+    p = sub.add_parser("errors", help="JTT's error set: the training samples a finished run misclassifies")
+    p.add_argument("--run", required=True, help="a finished run directory (holds model.pt)")
+    p.add_argument("--data", required=True, help="the prepared dataset file (its training split is used)")
+    p.add_argument("--out", required=True, help="CSV with columns index, label, predicted")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device", default="auto")
     p = sub.add_parser("aggregate")
@@ -80,6 +87,11 @@ def main(argv: list[str] | None = None) -> int:
 
             m = evaluate(args.run, args.data, args.out, device=args.device, threads=args.threads)
             print(f"[evaluate] {args.out}: top1={m['top1']:.4f} worst_class_acc={m['worst_class_acc']:.4f}")
+        elif args.step == "errors":
+            from .jtt import error_set
+
+            table = error_set(args.run, args.data, args.out, device=args.device, threads=args.threads)
+            print(f"[errors] {args.out}: {len(table)} misclassified training samples")
         else:
             results_step(args)
     except (ValueError, FileNotFoundError) as exc:

@@ -62,6 +62,8 @@ DEFAULTS: dict[str, Any] = {
         "eval_batch_size": 1024,
         "num_workers": 2,  # DataLoader workers for file-backed datasets
         "compile": False,  # torch.compile the model
+        "upsample_file": None,  # CSV of training indices to up-sample (JTT stage 2; see mr2.upsample)
+        "upsample_factor": 1,  # each listed sample appears this many times per epoch (JTT's λ_up)
     },
 }
 
