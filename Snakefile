@@ -20,6 +20,7 @@ report: "workflow/report/workflow.rst"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/jtt.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/results.smk"
 

@@ -350,3 +350,27 @@ def test_no_python_loop_over_classes_in_a_training_step(method):
 
 def test_every_method_model_needing_is_declared():
     assert NEEDS_MODEL == {"lff"}
+
+
+# ---------------------------------------------------------------- the pipeline's dry run
+
+def test_baselines_config_dry_run_lists_the_jtt_chain_and_every_method(tmp_path):
+    import re
+
+    import yaml
+    from conftest import copy_pipeline, run_snakemake
+
+    workdir = copy_pipeline(tmp_path / "wf")
+    res = run_snakemake(workdir, "-n", "-p", "--configfile", "config/baselines.yaml")
+    cfg = yaml.safe_load((workdir / "config" / "baselines.yaml").read_text())
+    assert set(BASELINES) | {"erm", "mr2"} == set(cfg["methods"])
+    stats = dict(re.findall(r"(?m)^(\w+)\s+(\d+)$", res.stdout))
+    n_seeds = len(cfg["seeds"])
+    assert int(stats["jtt_stage1"]) == n_seeds and int(stats["jtt_errors"]) == n_seeds
+    assert int(stats["train"]) == len(cfg["methods"]) * n_seeds
+    out = res.stdout
+    for seed in cfg["seeds"]:
+        errors = f"results/jtt/fashion_mnist/default/seed{seed}/errors.csv"
+        assert f"--out {errors}" in out  # the errors step writes it ...
+        assert f"train.upsample_file=\"{errors}\"" in out  # ... and the jtt run up-samples it
+    assert "train.upsample_factor=6" in out and "'method.name=\"erm\"'" in out

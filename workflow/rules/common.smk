@@ -13,12 +13,17 @@ from snakemake.utils import validate
 
 from mr2 import config as run_config
 from mr2.data import check_available
+from mr2 import jtt as jtt_stages
 from mr2.losses import resolve_options
 
 validate(config, schema="../schemas/config.schema.yaml")
 
 DATA = "results/data/{dataset}.pt"
 RUN_DIR = "results/runs/{dataset}/{method}/{variant}/seed{seed}"
+# JTT's stage 1 (an ERM run) and its error set on the training split: steps of a jtt run, not results
+JTT_DIR = "results/jtt/{dataset}/{variant}/seed{seed}"
+JTT_STAGE1_DIR = f"{JTT_DIR}/stage1"
+JTT_ERRORS = f"{JTT_DIR}/errors.csv"
 RUN_FILES = ["model.pt", "config.yaml", "epochs.csv"]
 EVAL_DIR = f"{RUN_DIR}/eval"
 EVAL_FILES = ["per_class.csv", "confusion.csv", "metrics.json"]
@@ -92,7 +97,10 @@ def run_cfg(dataset, method, variant, seed):
     cfg = run_config.deep_merge(run_config.DEFAULTS, config.get("run", {}))
     for section in ("data", "model", "train"):
         cfg = run_config.deep_merge(cfg, {section: block.get(section, {})}, ())
-    return run_config.validate(run_config.deep_merge(cfg, update))
+    cfg = run_config.validate(run_config.deep_merge(cfg, update))
+    if method == "jtt":  # stage 2 up-samples the error set of stage 1 (workflow/rules/jtt.smk)
+        cfg = jtt_stages.stage2_config(cfg, JTT_ERRORS.format(dataset=dataset, variant=variant, seed=seed))
+    return cfg
 
 
 def check_config():
@@ -130,6 +138,18 @@ def set_args(cfg, prefix=""):
         else:
             args.append(f"--set {shlex.quote(f'{path}={json.dumps(value)}')}")
     return args
+
+
+def jtt_stage1_args(wildcards):
+    cfg = run_cfg(wildcards.dataset, "jtt", wildcards.variant, wildcards.seed)
+    return " ".join(set_args(jtt_stages.stage1_config(cfg)))
+
+
+def upsample_input(wildcards):
+    """The error set a jtt run up-samples; nothing for the other methods."""
+    if wildcards.method != "jtt":
+        return []
+    return JTT_ERRORS.format(dataset=wildcards.dataset, variant=wildcards.variant, seed=wildcards.seed)
 
 
 def train_args(wildcards):

@@ -8,6 +8,7 @@ rule train:
     each, on one node; see mr2.distributed)."""
     input:
         data=DATA,
+        upsample=upsample_input,
     output:
         expand(f"{RUN_DIR}/{{file}}", file=RUN_FILES, allow_missing=True),
     params:
