@@ -7,6 +7,7 @@
   python -m mr2 aggregate --runs <run dir> ... --reference erm --out results/tables
   python -m mr2 table    --tables results/tables --reference erm
   python -m mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2]
+  python -m mr2 analysis --tables results/tables --out results/analysis   (does the premise hold?)
   python -m mr2 report   --tables results/tables --figures results/figures --config <pipeline config> --out results/report.md
 
 Every step resolves and checks its config before any long work starts; outputs are atomic.
@@ -56,11 +57,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reference", default="erm")
     p.add_argument("--sweep-method", default="mr2")
     p.add_argument("--out", required=True)
+    p = sub.add_parser("analysis", help="the premise's links: rank correlations, a_k's decomposition, figures")
+    p.add_argument("--tables", required=True)
+    p.add_argument("--reference", default="erm")
+    p.add_argument("--method", default="mr2", help="the MR² method whose margins are analysed")
+    p.add_argument("--out", required=True)
     p = sub.add_parser("report")
     p.add_argument("--tables", required=True)
     p.add_argument("--figures", required=True)
     p.add_argument("--captions", default="workflow/report")
     p.add_argument("--config", required=True, help="the pipeline config (JSON or YAML) to record in the report")
+    p.add_argument("--analysis", default=None, help="the folder of 'mr2 analysis': adds 'Does the premise hold?'")
     p.add_argument("--reference", default="erm")
     p.add_argument("--out", required=True)
     args = ap.parse_args(argv)
@@ -123,6 +130,12 @@ def results_step(args) -> None:
         t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
         made = make_figures(t, t["groups"], args.out, reference=args.reference, sweep_method=args.sweep_method)
         print(f"[figures] {len(made)} figures -> {args.out}")
+    elif args.step == "analysis":
+        from .analysis import write_analysis
+
+        t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
+        made = write_analysis(t, args.out, reference=args.reference, method=args.method)
+        print(f"[analysis] {len(made['correlations'])} correlations -> {args.out}")
     else:
         from .config import load_yaml
         from .report import write_report
@@ -132,7 +145,7 @@ def results_step(args) -> None:
         figures = {p.stem: str(p.relative_to(out.parent)) for p in sorted(Path(args.figures).glob("*.png"))}
         config = load_yaml(Path(args.config).read_text())
         md = (Path(args.tables) / "results.md").read_text()
-        write_report(t, md, figures, out, args.captions, config, reference=args.reference)
+        write_report(t, md, figures, out, args.captions, config, reference=args.reference, analysis=args.analysis)
         print(f"[report] {out}")
 
 
