@@ -22,6 +22,7 @@ include: "workflow/rules/prepare.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/jtt.smk"
 include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/analysis.smk"
 include: "workflow/rules/results.smk"
 
 

@@ -79,16 +79,19 @@ rule report:
         md=f"{TABLES}/results.md",
         figures=rules.figures.output.png,
         cfg=PIPELINE_CONFIG,
+        analysis=rules.analysis.output.summary,
+        premise=rules.analysis.output.png,
     output:
         REPORT,
     params:
         reference=REFERENCE,
         tables=lambda wildcards, input: folder_of(input.md),
         figures=lambda wildcards, input: folder_of(input.figures[0]),
+        analysis=lambda wildcards, input: folder_of(input.analysis),
     log:
         f"{LOGS}/report.log",
     conda:
         ENV
     shell:
         "python -m mr2 report --tables {params.tables} --figures {params.figures} --captions workflow/report"
-        " --config {input.cfg} --reference {params.reference} --out {output} > {log} 2>&1"
+        " --config {input.cfg} --analysis {params.analysis} --reference {params.reference} --out {output} > {log} 2>&1"
