@@ -1,10 +1,13 @@
 """Theory beside the stack: PAPER.md's Corollary 1 (``corollary``: sympy derivation, optimality
 checks with negative controls, numeric cross-check) and Proposition 1 (``bound``: the bound's
 terms evaluated for a trained model). Imports only mr2's method layer (margins, stats,
-losses.margin_ce)."""
+losses.margin_ce). ``theory.pipeline`` evaluates the bound on the pipeline's trained models from
+its tidy tables (``python -m theory bound``)."""
 
 from .bound import (
     BoundReport,
+    augmented_variability,
+    bound_from_summary,
     class_second_moment,
     class_variability,
     complexity_advantage,
@@ -14,6 +17,7 @@ from .bound import (
     error_indicator,
     evaluate_bound,
     margin_ce_gradient_bound,
+    margin_risk_term,
     trained_margins,
     weight_norm,
     zero_one_error,
@@ -35,6 +39,8 @@ from .corollary import (
 
 __all__ = [
     "BoundReport",
+    "augmented_variability",
+    "bound_from_summary",
     "GenericOptimalityReport",
     "LagrangeSolution",
     "OptimalityReport",
@@ -51,6 +57,7 @@ __all__ = [
     "is_optimal",
     "is_optimal_generic",
     "margin_ce_gradient_bound",
+    "margin_risk_term",
     "minimum_value",
     "power_margin_generic",
     "power_margins",

@@ -16,6 +16,12 @@ Assumptions made explicit here (the paper does not state them; each is a paramet
 - a_k are the class second moments ‖μ̂_k‖² + ‖ŝ_k‖² of the training features (L2), γ the margins
   the model was trained with (``trained_margins``: all ones for ERM, c̄ for uniform, Corollary 1
   for MR²).
+- γ is treated as fixed before seeing the data. MR²'s γ is computed from the training features,
+  which the bound as stated does not cover (a union bound over a grid of γ would add a small
+  logarithmic term); we evaluate the bound as stated.
+``bound_from_summary`` evaluates the bound from a model's summary numbers (R̂^{γ,ce}, a_k, γ, Λ,
+N, test error: what ``mr2.evaluate`` records); ``evaluate_bound`` computes those from logits and
+weights and calls it, so both share every term's function.
 Inputs are plain tensors or arrays (torch, numpy or lists); everything is computed in float64
 except the margin cross-entropy, which ``mr2.losses.margin_ce`` computes in float32.
 """
@@ -39,7 +45,7 @@ MARGIN_KINDS = ("erm", "uniform", "mr2")
 
 def _tensor(x, name: str, dtype=torch.float64) -> torch.Tensor:
     try:
-        return torch.as_tensor(np.asarray(x) if not isinstance(x, torch.Tensor) else x).detach().cpu().to(dtype)
+        return torch.as_tensor(np.array(x) if not isinstance(x, torch.Tensor) else x).detach().cpu().to(dtype)
     except (TypeError, ValueError) as err:
         raise TypeError(f"{name}: cannot convert to a tensor ({err})") from err
 
@@ -65,7 +71,13 @@ def empirical_margin_term(logits, targets, gamma) -> float:
     (same argmax as z since γ_y > 0), so ℓ_{γ,ce} ≥ ln 2.
     """
     z, y, g = _tensor(logits, "logits"), _tensor(targets, "targets", torch.long), _tensor(gamma, "gamma")
-    return float(logit_margin_cross_entropy(z, y, g)) / LN2
+    return margin_risk_term(float(logit_margin_cross_entropy(z, y, g)))
+
+
+def margin_risk_term(margin_risk: float) -> float:
+    """(1/ln 2)·R̂^{γ,ce}: the first term from the empirical margin risk R̂^{γ,ce} itself (e.g. the
+    ``train_margin_ce`` that evaluation records)."""
+    return float(margin_risk) / LN2
 
 
 def margin_ce_gradient_bound(gamma_y):
@@ -89,6 +101,11 @@ def class_second_moment(features, targets, num_classes: int) -> torch.Tensor:
     sums = torch.zeros(num_classes, dtype=torch.float64).index_add_(0, y, phi.pow(2).sum(1))
     counts = torch.zeros(num_classes, dtype=torch.float64).index_add_(0, y, torch.ones_like(y, dtype=torch.float64))
     return sums / counts.clamp_min(1)
+
+
+def augmented_variability(a) -> torch.Tensor:
+    """a_k of the bias-augmented features [φ; 1]: ‖[φ; 1]‖² = ‖φ‖² + 1, so a_k + 1 (L2)."""
+    return _tensor(a, "a") + 1.0
 
 
 def weight_norm(weight, norm: str = "max_row") -> float:
@@ -171,6 +188,64 @@ class BoundReport:
         return asdict(self)
 
 
+def bound_from_summary(
+    margin_risk: float,
+    a,
+    gamma,
+    lam: float,
+    num_train: int,
+    test_error: float,
+    *,
+    bias: bool = False,
+    norm: str = "max_row",
+    c: float = 1.0,
+    delta: float = 0.05,
+) -> BoundReport:
+    """Proposition 1's right-hand side from a trained model's summary numbers (no logits needed).
+
+    Args:
+        margin_risk: R̂^{γ,ce}, the mean margin cross-entropy of the N training samples with ``gamma``.
+        a: length-K class variabilities a_k (L2) of the training features the head classifies.
+        gamma: length-K margins the model was trained with (``trained_margins``).
+        lam: Λ of the head (``weight_norm``), computed on [W b] when the head has a bias.
+        num_train: N. test_error: the test 0-1 error the bound is compared with.
+        bias: the head has a bias; a_k become ``augmented_variability`` (a_k + 1).
+        norm, c, delta: the assumptions of the module docstring (``norm`` is recorded only).
+    """
+    a_t, g_t = _tensor(a, "a"), _tensor(gamma, "gamma")
+    k = a_t.numel()
+    if g_t.shape != (k,) or not bool((g_t > 0).all()):
+        raise ValueError(f"bound: gamma must be {k} positive margins, got {g_t.tolist()}")
+    if bool((a_t < 0).any()) or not bool(a_t.isfinite().all()):
+        raise ValueError(f"bound: a must be finite and non-negative, got {a_t.tolist()}")
+    if norm not in NORMS:
+        raise ValueError(f"bound: unknown norm {norm!r}; choose one of {NORMS}")
+    if bias:
+        a_t = augmented_variability(a_t)
+    n = int(num_train)
+    emp = margin_risk_term(margin_risk)
+    comp = complexity_term(a_t, g_t, lam, n)
+    conf = confidence_term(n, c, delta)
+    bound = emp + comp + conf
+    test_error = float(test_error)
+    return BoundReport(
+        empirical_term=emp,
+        complexity_term=comp,
+        confidence_term=conf,
+        bound=bound,
+        test_error=test_error,
+        holds=test_error <= bound,
+        tightness=bound / test_error if test_error > 0 else math.inf,
+        lam=float(lam),
+        margin_sum=float(margin_objective(a_t, g_t)),
+        num_classes=k,
+        num_train=n,
+        norm=norm,
+        c=c,
+        delta=delta,
+    )
+
+
 def evaluate_bound(
     logits,
     targets,
@@ -198,6 +273,7 @@ def evaluate_bound(
         test_logits, test_targets: for the test 0-1 error the bound is compared with.
         num_train: N; defaults to the number of rows of ``logits``.
         norm, c, delta: the assumptions of the module docstring.
+    The terms are those of ``bound_from_summary``, fed with R̂^{γ,ce} and Λ computed here.
     """
     z, y = _tensor(logits, "logits"), _tensor(targets, "targets", torch.long)
     a_t, g_t, w = _tensor(a, "a"), _tensor(gamma, "gamma"), _tensor(weight, "weight")
@@ -212,27 +288,7 @@ def evaluate_bound(
         raise ValueError(f"evaluate_bound: weight must be (K={k}, D), got {tuple(w.shape)}")
     if bias is not None:
         w = torch.cat([w, _tensor(bias, "bias").reshape(k, 1)], dim=1)
-        a_t = a_t + 1.0
     n = int(num_train) if num_train is not None else int(z.shape[0])
-    lam = weight_norm(w, norm)
-    emp = empirical_margin_term(z, y, g_t)
-    comp = complexity_term(a_t, g_t, lam, n)
-    conf = confidence_term(n, c, delta)
-    bound = emp + comp + conf
-    test_error = zero_one_error(test_logits, test_targets)
-    return BoundReport(
-        empirical_term=emp,
-        complexity_term=comp,
-        confidence_term=conf,
-        bound=bound,
-        test_error=test_error,
-        holds=test_error <= bound,
-        tightness=bound / test_error if test_error > 0 else math.inf,
-        lam=lam,
-        margin_sum=float(margin_objective(a_t, g_t)),
-        num_classes=k,
-        num_train=n,
-        norm=norm,
-        c=c,
-        delta=delta,
-    )
+    risk = float(logit_margin_cross_entropy(z, y, g_t))
+    return bound_from_summary(risk, a_t, g_t, weight_norm(w, norm), n, zero_one_error(test_logits, test_targets),
+                              bias=bias is not None, norm=norm, c=c, delta=delta)

@@ -1,0 +1,332 @@
+"""Proposition 1 on the pipeline's trained models, from the tidy tables alone.
+
+Reads ``results/tables/runs.csv`` (a row per run: ``metrics.json`` of ``mr2.evaluate``) and
+``results/tables/per_class.csv`` (a row per run and class) and evaluates, per run (dataset,
+method, variant, seed), each term of the bound with ``theory.bound.bound_from_summary``:
+
+  empirical term   (1/ln 2)·R̂^{γ,ce}, R̂ = ``train_margin_ce`` (training set, trained γ)
+  complexity term  (4√2·Λ·K/√N)·sqrt(Σ_k a_k/γ_k²), a_k = per_class ``a`` (training features of
+                   the final model, L2, exact 1/n statistics), γ_k = per_class ``gamma``,
+                   Λ = ``head_max_row_norm`` (or ``head_frobenius_norm``) of the head's
+                   affine map [W b], N = ``n_train``; with a bias (``head_bias``) a_k + 1
+  confidence term  c·sqrt(ln(1/δ)/N)
+and compares the bound with the test error 1 − ``top1``. The assumptions are those of
+``theory.bound`` (Λ from the trained head, γ treated as fixed, c = 1, δ = 0.05 by default).
+
+It also checks Corollary 1 on the statistics of real trained models: at the run's mean margin
+c̄ = (1/K) Σ_k γ_k, the complexity term with MR²'s γ (Corollary 1 on the bound's a_k) against
+the one with uniform γ = c̄ (``complexity_mr2``, ``complexity_uniform``, their ratio), and the
+ratio for the γ the run was actually trained with (``complexity_ratio_trained``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .bound import NORMS, augmented_variability, bound_from_summary, complexity_term, trained_margins
+
+RUN_KEYS = ["dataset", "method", "variant", "seed"]
+DEFAULT_VARIANT = "default"
+#: Λ column of runs.csv for each ``norm`` of ``theory.bound.weight_norm``.
+LAMBDA_COLUMNS = {"max_row": "head_max_row_norm", "frobenius": "head_frobenius_norm"}
+RUN_COLUMNS = ["train_margin_ce", "train_error", "n_train", "num_classes", "top1", "head_bias"]
+CLASS_COLUMNS = ["class", "a", "gamma"]
+TERMS = ["empirical_term", "complexity_term", "confidence_term"]
+TERM_TITLES = {"empirical_term": "empirical (1/ln2·R̂)", "complexity_term": "complexity",
+               "confidence_term": "confidence", "bound": "bound", "test_error": "test error"}
+#: the table's columns, in order.
+COLUMNS = RUN_KEYS + [
+    "num_classes", "num_train", "c_bar", "head_bias", "norm", "lam", "c", "delta",
+    "train_error", "margin_risk", "empirical_term", "margin_sum", "complexity_term", "confidence_term",
+    "bound", "test_error", "holds", "tightness",
+    "complexity_mr2", "complexity_uniform", "complexity_ratio", "complexity_ratio_trained",
+]
+
+
+# ----------------------------------------------------------------------------- reading
+def _need(frame: pd.DataFrame, columns: Iterable[str], where: str) -> None:
+    missing = [c for c in columns if c not in frame]
+    if missing:
+        raise ValueError(f"{where}: missing column(s) {missing}; re-run 'python -m mr2 evaluate' and "
+                         "'python -m mr2 aggregate' with the current code")
+
+
+def read_tables(tables_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``runs.csv`` and ``per_class.csv`` of the aggregate step (errors name a missing file)."""
+    out = []
+    for name in ("runs", "per_class"):
+        path = Path(tables_dir) / f"{name}.csv"
+        if not path.is_file():
+            raise FileNotFoundError(f"missing table {path}; run the pipeline's aggregate step first")
+        out.append(pd.read_csv(path))
+    return out[0], out[1]
+
+
+# ----------------------------------------------------------------------------- one run
+def mean_margin(gamma) -> float:
+    """c̄ = (1/K) Σ_k γ_k, the mean margin of a run (1 for ERM, c̄ for MR² and its ablations)."""
+    return float(np.mean(np.asarray(gamma, dtype=np.float64)))
+
+
+def run_bound(run: pd.Series, classes: pd.DataFrame, norm: str = "max_row", c: float = 1.0,
+              delta: float = 0.05) -> dict:
+    """The table row of one run: its ``runs.csv`` row and its ``per_class.csv`` rows (see module docstring)."""
+    if norm not in LAMBDA_COLUMNS:
+        raise ValueError(f"run_bound: unknown norm {norm!r}; choose one of {NORMS}")
+    keys = {k: run[k] for k in RUN_KEYS}
+    classes = classes.sort_values("class")
+    k = int(run["num_classes"])
+    if len(classes) != k or list(classes["class"]) != list(range(k)):
+        raise ValueError(f"run {keys}: per_class.csv has classes {list(classes['class'])}, expected 0..{k - 1}")
+    a = classes["a"].to_numpy(np.float64)
+    gamma = classes["gamma"].to_numpy(np.float64)
+    bias, lam, n = bool(run["head_bias"]), float(run[LAMBDA_COLUMNS[norm]]), int(run["n_train"])
+    report = bound_from_summary(float(run["train_margin_ce"]), a, gamma, lam, n, 1.0 - float(run["top1"]),
+                                bias=bias, norm=norm, c=c, delta=delta)
+    a_bound = augmented_variability(a) if bias else a
+    c_bar = mean_margin(gamma)
+    mr2 = complexity_term(a_bound, trained_margins("mr2", a_bound, c_bar), lam, n)
+    uniform = complexity_term(a_bound, trained_margins("uniform", a_bound, c_bar), lam, n)
+    row = {**keys, **report.as_dict(), "c_bar": c_bar, "head_bias": bias, "train_error": float(run["train_error"]),
+           "margin_risk": float(run["train_margin_ce"]), "complexity_mr2": mr2, "complexity_uniform": uniform,
+           "complexity_ratio": mr2 / uniform if uniform > 0 else 1.0,
+           "complexity_ratio_trained": report.complexity_term / uniform if uniform > 0 else 1.0}
+    return {col: row[col] for col in COLUMNS}
+
+
+def bound_table(runs: pd.DataFrame, per_class: pd.DataFrame, norm: str = "max_row", c: float = 1.0,
+                delta: float = 0.05) -> pd.DataFrame:
+    """A row per run (in the order of ``runs``) with every column of ``COLUMNS``."""
+    if norm not in LAMBDA_COLUMNS:
+        raise ValueError(f"bound_table: unknown norm {norm!r}; choose one of {NORMS}")
+    _need(runs, RUN_KEYS + RUN_COLUMNS + [LAMBDA_COLUMNS[norm]], "runs.csv")
+    _need(per_class, RUN_KEYS + CLASS_COLUMNS, "per_class.csv")
+    by_run = {key: frame for key, frame in per_class.groupby(RUN_KEYS, sort=False)}
+    rows = []
+    for _, run in runs.iterrows():
+        key = tuple(run[k] for k in RUN_KEYS)
+        if key not in by_run:
+            raise ValueError(f"per_class.csv has no rows for the run {dict(zip(RUN_KEYS, key))}")
+        rows.append(run_bound(run, by_run[key], norm, c, delta))
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def read_bound_table(path: str | Path) -> pd.DataFrame:
+    """The table written by ``python -m theory bound`` (``results/theory/bound.csv``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"missing bound table {path}; run the pipeline's theory_bound step first")
+    return pd.read_csv(path)
+
+
+def complexity_curve(a, lam: float, num_train: int, c_bars: Sequence[float], bias: bool = False) -> pd.DataFrame:
+    """The complexity term against the mean margin c̄, with MR²'s γ and with uniform γ, for fixed a_k
+    (one trained model's): columns c_bar, complexity_mr2, complexity_uniform. Both fall as 1/c̄
+    (Σ a_k/γ_k² scales as 1/c̄² at a fixed shape of γ); the empirical term, which grows with c̄,
+    needs the model's logits and is not in the tidy tables."""
+    a_bound = augmented_variability(a) if bias else np.asarray(a, dtype=np.float64)
+    rows = [{"c_bar": float(cb),
+             "complexity_mr2": complexity_term(a_bound, trained_margins("mr2", a_bound, cb), lam, num_train),
+             "complexity_uniform": complexity_term(a_bound, trained_margins("uniform", a_bound, cb), lam, num_train)}
+            for cb in c_bars]
+    return pd.DataFrame(rows)
+
+
+def run_curve(row: pd.Series, per_class: pd.DataFrame, c_bars: Sequence[float]) -> pd.DataFrame:
+    """``complexity_curve`` for one run: ``row`` is its row of the bound table (Λ, N, bias), its a_k
+    come from ``per_class`` (the aggregate table). Adds the run's keys as columns."""
+    keys = {k: row[k] for k in RUN_KEYS}
+    mine = per_class
+    for k, v in keys.items():
+        mine = mine[mine[k] == v]
+    if mine.empty:
+        raise ValueError(f"per_class.csv has no rows for the run {keys}")
+    curve = complexity_curve(mine.sort_values("class")["a"].to_numpy(np.float64), float(row["lam"]),
+                             int(row["num_train"]), c_bars, bias=bool(row["head_bias"]))
+    return curve.assign(**keys)
+
+
+# ----------------------------------------------------------------------------- summaries
+def run_label(method: str, variant: str) -> str:
+    """``mr2`` for the default variant, ``mr2 (c_bar=2.0)`` otherwise."""
+    return method if variant == DEFAULT_VARIANT else f"{method} ({variant})"
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Mean over seeds per dataset, method and variant of each term, the bound, the test error and
+    the complexity ratio; ``holds`` counts the runs whose bound is at least their test error."""
+    values = ["c_bar", *TERMS, "bound", "test_error", "tightness", "complexity_ratio", "complexity_ratio_trained"]
+    grouped = table.groupby(["dataset", "method", "variant"], sort=False)
+    out = grouped[values].mean()
+    out["holds"] = grouped["holds"].sum().astype(int)
+    out["runs"] = grouped.size()
+    return out.reset_index()
+
+
+def terms_by_c_bar(table: pd.DataFrame, method: str = "mr2") -> pd.DataFrame:
+    """The runs of ``method`` (all its variants, e.g. the c̄ sweep) in long form: dataset, seed,
+    variant, c_bar, term, value (each term, the bound and the test error), sorted by c̄."""
+    own = table[table["method"] == method]
+    long = own.melt(id_vars=["dataset", "seed", "variant", "c_bar"], value_vars=[*TERMS, "bound", "test_error"],
+                    var_name="term", value_name="value")
+    return long.sort_values(["dataset", "c_bar", "term", "seed"]).reset_index(drop=True)
+
+
+def _number(x: float) -> str:
+    if not math.isfinite(x):
+        return str(x)
+    return f"{x:.3g}" if abs(x) < 1e4 else f"{x:.2e}"
+
+
+def bound_markdown(table: pd.DataFrame) -> str:
+    """The report's theory section: the assumptions, a table of mean terms per method, and sentences
+    computed from the numbers (how often the bound holds, how loose it is, Corollary 1's ratio)."""
+    s = summary(table)
+    norm, c, delta = table["norm"].iloc[0], table["c"].iloc[0], table["delta"].iloc[0]
+    lines = [
+        "## Theory: Proposition 1 on the trained models",
+        "",
+        "Each term of R(f) ≤ (1/ln 2)·R̂^{γ,ce}(f) + (4√2·Λ·K/√N)·sqrt(Σ_k a_k/γ_k²) + c·sqrt(ln(1/δ)/N), "
+        "evaluated per run from the tidy tables (`results/theory/bound.csv`, a row per run). Assumptions: "
+        f"Λ = {'max_k ‖[w_k b_k]‖₂' if norm == 'max_row' else '‖[W b]‖_F'} of the trained head, "
+        "a_k of its training features (+1 for the bias), N training samples, the trained γ treated as "
+        f"fixed in advance, c = {c:g}, δ = {delta:g}; the test error is 1 − top-1.",
+        "",
+        "| Dataset | Method | c̄ | Empirical | Complexity | Confidence | Bound | Test error | Bound / test error "
+        "| Holds | MR² γ / uniform γ |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for _, r in s.iterrows():
+        cells = [str(r["dataset"]), run_label(r["method"], r["variant"])] + [
+            _number(r[col]) for col in ("c_bar", *TERMS, "bound", "test_error", "tightness")]
+        cells += [f"{r['holds']}/{r['runs']}", f"{r['complexity_ratio']:.3f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    n, holds = len(table), int(table["holds"].sum())
+    vacuous = int((table["bound"] > 1).sum())
+    ratio = table["complexity_ratio"]
+    lines += [
+        "",
+        "Mean over seeds. Holds: runs whose bound is at least their test error. MR² γ / uniform γ: the "
+        "complexity term with Corollary 1's γ over the one with uniform γ at the same mean margin c̄, on "
+        "each run's a_k.",
+        "",
+        f"- The bound holds on {holds} of {n} runs and is vacuous (above 1) on {vacuous} of {n}; the "
+        f"complexity term makes up {_number(100 * float((table['complexity_term'] / table['bound']).median()))} % "
+        "of the bound (median over runs).",
+        f"- At an equal mean margin, Corollary 1's γ gives a complexity term "
+        f"{'never larger than' if bool((ratio <= 1 + 1e-9).all()) else '**larger** on some runs than'} "
+        f"uniform γ on the trained models' a_k (ratio {ratio.min():.3f} to {ratio.max():.3f}).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- figures
+def plot_bound_terms(table: pd.DataFrame):
+    """Bars per method (mean over seeds, sd as error bars) of each term, the bound and the test
+    error, on a log scale; a panel per dataset. Returns the matplotlib figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    data = table.assign(label=[run_label(m, v) for m, v in zip(table["method"], table["variant"])])
+    long = data.melt(id_vars=["dataset", "label", "seed"], value_vars=[*TERMS, "bound", "test_error"],
+                     var_name="term", value_name="value")
+    long["term"] = long["term"].map(TERM_TITLES)
+    datasets = list(long["dataset"].unique())
+    labels = list(dict.fromkeys(data["label"]))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(1.4 * len(labels) + 3.5, 3.8), squeeze=False)
+    for ax, dataset in zip(axes.flat, datasets):
+        part = long[(long["dataset"] == dataset) & (long["value"] > 0)]
+        sns.barplot(data=part, x="label", y="value", hue="term", order=labels,
+                    hue_order=list(TERM_TITLES.values()), errorbar="sd", ax=ax, err_kws={"linewidth": 1})
+        ax.set_yscale("log")
+        ax.set(title=dataset, xlabel="method", ylabel="value (log scale)")
+        ax.tick_params(axis="x", rotation=30)
+    if axes.flat[-1].get_legend() is not None:
+        sns.move_legend(axes.flat[-1], "upper left", bbox_to_anchor=(1.02, 1.0), title="", frameon=False)
+    for ax in list(axes.flat)[:-1]:
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    fig.tight_layout()
+    return fig
+
+
+def plot_terms_vs_c_bar(table: pd.DataFrame, method: str = "mr2"):
+    """Each term, the bound and the test error of ``method``'s runs against their c̄ (log scale),
+    a panel per dataset (lines through the means over seeds). Returns the matplotlib figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    long = terms_by_c_bar(table, method)
+    long = long[long["value"] > 0].assign(term=lambda f: f["term"].map(TERM_TITLES))
+    datasets = list(long["dataset"].unique()) or ["(no runs)"]
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 3.8), squeeze=False)
+    for ax, dataset in zip(axes.flat, datasets):
+        part = long[long["dataset"] == dataset]
+        if part.empty:
+            ax.text(0.5, 0.5, f"no runs of {method}", ha="center", va="center", transform=ax.transAxes)
+            continue
+        sns.lineplot(data=part, x="c_bar", y="value", hue="term", hue_order=list(TERM_TITLES.values()),
+                     marker="o", errorbar=None, ax=ax)
+        ax.set_yscale("log")
+        ax.set(title=f"{dataset}: {method}", xlabel="mean margin c̄", ylabel="value (log scale)")
+    legends = [ax for ax in axes.flat if ax.get_legend() is not None]
+    for ax in legends[:-1]:
+        ax.get_legend().remove()
+    if legends:
+        sns.move_legend(legends[-1], "upper left", bbox_to_anchor=(1.02, 1.0), title="", frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_complexity_curve(curve: pd.DataFrame):
+    """The complexity term against c̄ with MR²'s and with uniform γ (``complexity_curve``), log-log."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.0, 3.6))
+    ax.plot(curve["c_bar"], curve["complexity_uniform"], marker="o", label="uniform γ = c̄")
+    ax.plot(curve["c_bar"], curve["complexity_mr2"], marker="s", linestyle="--", label="MR² γ (Corollary 1)")
+    ax.set(xscale="log", yscale="log", xlabel="mean margin c̄", ylabel="complexity term")
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def save_figure(fig, stem: str | Path) -> list[Path]:
+    """Write ``fig`` as ``<stem>.png`` and ``<stem>.pdf`` (each atomically: a temporary file in the
+    same folder, then renamed) and close it; returns the two paths."""
+    import matplotlib.pyplot as plt
+
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".pdf")]
+    try:
+        for path in paths:
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+            os.close(fd)
+            try:
+                fig.savefig(tmp, format=path.suffix[1:], dpi=150, bbox_inches="tight")
+                os.replace(tmp, path)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+    finally:
+        plt.close(fig)
+    return paths
+
+
+def write_text(text: str, path: str | Path) -> Path:
+    """Write ``text`` to ``path`` atomically (temporary file in the same folder, then renamed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+    return path
