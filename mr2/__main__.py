@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--captions", default="workflow/report")
     p.add_argument("--config", required=True, help="the pipeline config (JSON or YAML) to record in the report")
     p.add_argument("--analysis", default=None, help="the folder of 'mr2 analysis': adds 'Does the premise hold?'")
+    p.add_argument("--section", action="append", default=[], help="a Markdown section written by another step "
+                   "(e.g. the theory step's results/theory/bound.md) to include before the figures")
     p.add_argument("--reference", default="erm")
     p.add_argument("--out", required=True)
     args = ap.parse_args(argv)
@@ -145,7 +147,9 @@ def results_step(args) -> None:
         figures = {p.stem: str(p.relative_to(out.parent)) for p in sorted(Path(args.figures).glob("*.png"))}
         config = load_yaml(Path(args.config).read_text())
         md = (Path(args.tables) / "results.md").read_text()
-        write_report(t, md, figures, out, args.captions, config, reference=args.reference, analysis=args.analysis)
+        sections = [Path(path).read_text() for path in args.section]
+        write_report(t, md, figures, out, args.captions, config, reference=args.reference, analysis=args.analysis,
+                     sections=sections)
         print(f"[report] {out}")
 
 
