@@ -1,0 +1,20 @@
+rule theory_bound:
+    """Proposition 1 on every trained model: each term, the bound, test error, tightness (a table,
+    the report's theory section and a figure), from the tidy tables only."""
+    input:
+        expand(f"{TABLES}/{{name}}.csv", name=["runs", "per_class"]),
+    output:
+        csv=report(f"{THEORY}/bound.csv", caption="../report/bound_table.rst", category="Theory"),
+        md=f"{THEORY}/bound.md",
+        png=report(f"{FIGURES}/{THEORY_FIGURE}.png", caption=f"../report/{THEORY_FIGURE}.rst", category="Theory"),
+        pdf=f"{FIGURES}/{THEORY_FIGURE}.pdf",
+    params:
+        tables=lambda wildcards, input: folder_of(input[0]),
+        figure=lambda wildcards, output: os.path.splitext(output.png)[0],
+    log:
+        f"{LOGS}/theory_bound.log",
+    conda:
+        ENV
+    shell:
+        "python -m theory bound --tables {params.tables} --out {output.csv} --markdown {output.md}"
+        " --figure {params.figure} > {log} 2>&1"
