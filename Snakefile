@@ -24,6 +24,7 @@ include: "workflow/rules/jtt.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/analysis.smk"
 include: "workflow/rules/results.smk"
+include: "workflow/rules/theory.smk"
 
 
 rule all:

@@ -81,6 +81,8 @@ rule report:
         cfg=PIPELINE_CONFIG,
         analysis=rules.analysis.output.summary,
         premise=rules.analysis.output.png,
+        theory=f"{THEORY}/bound.md",
+        theory_figure=f"{FIGURES}/{THEORY_FIGURE}.png",
     output:
         REPORT,
     params:
@@ -94,4 +96,5 @@ rule report:
         ENV
     shell:
         "python -m mr2 report --tables {params.tables} --figures {params.figures} --captions workflow/report"
-        " --config {input.cfg} --analysis {params.analysis} --reference {params.reference} --out {output} > {log} 2>&1"
+        " --config {input.cfg} --analysis {params.analysis} --reference {params.reference}"
+        " --section {input.theory} --out {output} > {log} 2>&1"
