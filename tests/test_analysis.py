@@ -1,0 +1,287 @@
+"""The premise analysis (mr2/analysis.py): Spearman against scipy, seed intervals, a_k's
+decomposition, the links on synthetic tables with a known answer and on the smoke outputs, the
+exploratory MR² option (γ from the spread alone) and its pipeline cells."""
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import results_data as rd
+from conftest import copy_pipeline, run_snakemake
+from mr2 import analysis
+from mr2.__main__ import main
+from mr2.figures import plot_sweeps, sweep_table
+from mr2.losses import MR2Loss, build_loss, resolve_options
+from mr2.margins import optimal_margins
+from mr2.results import difficulty_table, write_tables
+
+
+# ----------------------------------------------------------------------------- Spearman
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 3), st.floats(-5, 5, allow_nan=False)), min_size=3, max_size=25))
+def test_spearman_matches_scipy_with_ties(pairs):
+    x, y = (np.array(v, dtype=float) for v in zip(*pairs))
+    ours = analysis.spearman(x, y)
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        assert math.isnan(ours)
+    else:
+        assert ours == pytest.approx(stats.spearmanr(x, y).statistic, abs=1e-9)
+
+
+def test_grouped_spearman_matches_scipy_per_group():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"g": np.repeat(["a", "b", "c"], 12), "x": rng.integers(0, 5, 36).astype(float),
+                          "y": rng.normal(size=36)})
+    frame.loc[frame["g"] == "b", "y"] = -frame.loc[frame["g"] == "b", "x"] ** 3  # perfect, with ties
+    frame.loc[3, "y"] = np.nan  # non-finite pairs are left out
+    out = analysis.grouped_spearman(frame, ["g"], "x", "y").set_index("g")
+    for g, part in frame.dropna().groupby("g"):
+        assert out.loc[g, "rho"] == pytest.approx(stats.spearmanr(part["x"], part["y"]).statistic, abs=1e-12)
+        assert out.loc[g, "n"] == len(part)
+    assert out.loc["b", "rho"] == pytest.approx(-1.0)
+
+
+def test_spearman_is_undefined_for_constant_or_tiny_inputs():
+    assert math.isnan(analysis.spearman([1, 2, 3, 4], [1.0, 1.0, 1.0, 1.0]))  # ERM's γ ≡ 1
+    assert math.isnan(analysis.spearman([1, 2], [2, 1]))
+    assert math.isnan(analysis.spearman([1, np.nan, 3, np.inf], [1, 2, 3, 4]))  # two finite pairs left
+    frame = pd.DataFrame({"g": [0, 0, 0, 1, 1, 1], "x": [1, 2, 3, 1, 2, 3], "y": [np.nan] * 3 + [3, 2, 1]})
+    out = analysis.grouped_spearman(frame, ["g"], "x", "y")
+    assert out["n"].tolist() == [0, 3] and math.isnan(out["rho"][0]) and out["rho"][1] == pytest.approx(-1)
+
+
+def test_seed_interval_is_a_clipped_t_interval():
+    v = [0.2, 0.5, 0.6, np.nan]
+    iv = analysis.seed_interval(v)
+    half = stats.t.ppf(0.975, 2) * np.std([0.2, 0.5, 0.6], ddof=1) / math.sqrt(3)
+    assert iv["n"] == 3 and iv["mean"] == pytest.approx(13 / 30)
+    assert (iv["lo"], iv["hi"]) == pytest.approx((13 / 30 - half, 13 / 30 + half))
+    wide = analysis.seed_interval([0.9, -0.9])
+    assert (wide["lo"], wide["hi"]) == (-1.0, 1.0)
+    one = analysis.seed_interval([0.4])
+    assert one["mean"] == 0.4 and math.isnan(one["lo"]) and math.isnan(one["hi"])
+
+
+# ----------------------------------------------------------------------------- synthetic tables
+def synthetic(seeds=rd.SEEDS, sweeps=("statistic=spread",)):
+    """Tables with a known chain: a_k rises with ERM's error (link 1 holds, driven by the spread,
+    ‖μ̂_k‖² is constant); MR²'s γ_k *falls* with error (link 2 reversed); the exploratory variant's
+    γ_k rises with error (link 2 holds). Per-class gains of MR² are on the hard classes."""
+    t = rd.tables(seeds=seeds, sweeps=sweeps)
+    pc = t["per_class"]
+    err = 1 - rd.BASE[pc["class"]]
+    pc["mean_sq_norm"] = 2.0
+    pc["spread"] = pc["a"]  # results_data: 1 + 3(1 − BASE) + noise, rising with the error
+    pc["a"] = pc["mean_sq_norm"] + pc["spread"]
+    for p in (3, 5):
+        pc[f"mean_sq_norm_p{p}"], pc[f"spread_p{p}"] = 1.0 + 0 * err, err * p
+        pc[f"a_p{p}"] = pc[f"mean_sq_norm_p{p}"] + pc[f"spread_p{p}"]
+    pc["gamma"] = 1.0
+    mr2 = (pc["method"] == "mr2") & (pc["variant"] == "default")
+    pc.loc[mr2, "gamma"] = 1.5 - err[mr2] + 0.01 * pc.loc[mr2, "seed"]
+    spread = (pc["method"] == "mr2") & (pc["variant"] == "statistic=spread")
+    pc.loc[spread, "gamma"] = 0.5 + err[spread] + 0.01 * pc.loc[spread, "seed"]
+    t["groups"] = difficulty_table(pc)
+    return t
+
+
+@pytest.fixture(scope="module")
+def result():
+    return analysis.analyse(synthetic())
+
+
+def row(summary, method, variant, x, y, source="final", epoch=None):
+    found = analysis.lookup(summary, "toy", method, variant, x, y, source, epoch)
+    assert found is not None, (method, variant, x, y, source, epoch)
+    return found
+
+
+def test_links_on_synthetic_tables(result):
+    s = result["correlation_summary"]
+    link1 = row(s, "erm", "default", "erm_error", "a")
+    assert link1["rho_mean"] > 0.9 and analysis.link_verdict(link1) == "holds" and link1["n_defined"] == 3
+    assert row(s, "erm", "default", "erm_error", "a_p3")["rho_mean"] == pytest.approx(1.0)
+    assert row(s, "erm", "default", "erm_error", "mean_sq_norm")["n_defined"] == 0  # constant: undefined
+    assert row(s, "erm", "default", "erm_error", "gamma")["n_defined"] == 0
+    assert analysis.link_verdict(row(s, "mr2", "default", "erm_error", "gamma")) == "reversed"
+    assert analysis.link_verdict(row(s, "mr2", "statistic=spread", "erm_error", "gamma")) == "holds"
+    # the per-epoch margins of results_data rise for the hard classes only
+    epoch = row(s, "mr2", "default", "erm_error", "gamma", "epoch", 4)
+    assert epoch["rho_mean"] > 0.5
+    # gains of MR² sit on the hard classes (results_data.effect)
+    assert row(s, "mr2", "default", "erm_error", "change")["rho_mean"] > 0.5
+    assert not ((s["method"] == "erm") & (s["y"] == "change")).any()  # no change of the reference to itself
+
+
+def test_per_seed_correlations_match_scipy(result):
+    t = synthetic()
+    pc = t["per_class"]
+    diff = pc[pc["method"] == "erm"].groupby("class")["accuracy"].mean().rsub(1)
+    corr = result["correlations"]
+    for seed in rd.SEEDS:
+        run = pc[(pc["method"] == "mr2") & (pc["variant"] == "default") & (pc["seed"] == seed)].set_index("class")
+        want = stats.spearmanr(diff.loc[run.index], run["gamma"]).statistic
+        got = corr[(corr["method"] == "mr2") & (corr["variant"] == "default") & (corr["seed"] == seed)
+                   & (corr["source"] == "final") & (corr["x"] == "erm_error") & (corr["y"] == "gamma")]
+        assert got["rho"].item() == pytest.approx(want)
+
+
+def test_change_is_paired_by_seed(result):
+    m = result["margins"]
+    pc = synthetic()["per_class"].set_index(["method", "variant", "seed", "class"])["accuracy"]
+    r = m[(m["method"] == "mr2_uniform") & (m["seed"] == 1) & (m["class"] == 6)].iloc[0]
+    assert r["change"] == pytest.approx(pc[("mr2_uniform", "default", 1, 6)] - pc[("erm", "default", 1, 6)])
+    assert m.loc[m["method"] == "erm", "change"].isna().all()
+
+
+def test_decomposition_sums_to_a(result):
+    dec = result["decomposition"]
+    assert set(dec["p"]) == {2, 3, 5}
+    np.testing.assert_allclose(dec["mean_sq_norm"] + dec["spread"], dec["a"], rtol=1e-12)
+    np.testing.assert_allclose(dec["mean_share"] + dec["spread_share"], 1.0, rtol=1e-12)
+    summary = result["decomposition_summary"]
+    assert summary["group"].notna().all() and (summary["n_seeds"] == 3).all()
+
+
+def test_decomposition_rejects_parts_that_do_not_add_up():
+    pc = synthetic()["per_class"]
+    pc.loc[5, "a"] += 1.0
+    with pytest.raises(ValueError, match=f"class {pc.loc[5, 'class']}"):
+        analysis.decomposition(pc)
+
+
+def test_difficulty_needs_the_reference():
+    pc = synthetic()["per_class"]
+    with pytest.raises(ValueError, match="reference method 'erm'"):
+        analysis.difficulty(pc[pc["method"] != "erm"])
+
+
+def test_section_states_each_link_from_the_numbers(tmp_path):
+    analysis.write_analysis(synthetic(), tmp_path / "analysis")
+    for name in analysis.FIGURE_NAMES:
+        for ext in ("png", "pdf"):
+            assert (tmp_path / "analysis" / f"{name}.{ext}").stat().st_size > 1000
+    text = "\n".join(analysis.premise_section(tmp_path / "analysis", tmp_path / "report.md", "workflow/report"))
+    assert "## Does the premise hold?" in text
+    assert "Link 1, hard classes vary more** (ERM's training features): ρ(ERM error, a_k) = +" in text
+    assert "link 1 holds; link 2 reversed" in text and "The chain is not established on this dataset" in text
+    assert "*Exploratory (ours, not the paper's)* `mr2` with `statistic=spread`" in text
+    assert "link 2 **holds**" in text
+    assert "![premise_margins](analysis/premise_margins.png)" in text
+    assert "mean's norm is roughly equal across classes" in text  # ‖μ̂_k‖² is constant here
+
+
+def test_one_seed_gives_no_interval(tmp_path):
+    res = analysis.analyse(synthetic(seeds=(0,)))
+    link1 = analysis.lookup(res["correlation_summary"], "toy", "erm", "default", "erm_error", "a")
+    assert link1["n_defined"] == 1 and analysis.link_verdict(link1) == "undetermined"
+    assert "no interval" in analysis.format_rho(link1)
+
+
+def test_cli_writes_the_analysis(tmp_path):
+    t = synthetic()
+    write_tables(t, tmp_path / "tables")
+    assert main(["analysis", "--tables", str(tmp_path / "tables"), "--out", str(tmp_path / "analysis")]) == 0
+    assert set(analysis.read_analysis(tmp_path / "analysis")) == set(analysis.TABLE_NAMES)
+    assert main(["analysis", "--tables", str(tmp_path / "none"), "--out", str(tmp_path / "x")]) == 2
+
+
+def test_sweep_figure_ignores_non_numeric_variants(tmp_path):
+    t = rd.tables(sweeps=("c_bar=0.5", "statistic=spread", "p=3"))
+    groups = difficulty_table(t["per_class"])
+    table = sweep_table(t["per_class"], t["runs"], groups)
+    assert set(table["option"]) == {"c_bar"}
+    assert plot_sweeps(t["per_class"], t["runs"], groups, tmp_path / "sweeps")[0].is_file()
+
+
+# ----------------------------------------------------------------------------- the exploratory loss option
+def warmed(statistic, k=4, d=3):
+    """An MR² loss whose statistics saw classes with known spreads and unequal means."""
+    loss = MR2Loss(k, d, statistic=statistic, c_bar=1.5, momentum=0.0)
+    g = torch.Generator().manual_seed(0)
+    y = torch.arange(k).repeat_interleave(50)
+    spread = torch.tensor([0.5, 1.0, 2.0, 4.0])[y]
+    shift = torch.tensor([6.0, 3.0, 1.0, 0.0])[y]  # the low-spread classes have the larger means
+    x = shift.unsqueeze(1) + spread.unsqueeze(1) * torch.randn(len(y), d, generator=g)
+    loss(torch.randn(len(y), k, generator=g), x, y)
+    return loss
+
+
+def test_spread_margins_follow_the_spread_with_mean_c_bar():
+    loss = warmed("spread")
+    gamma, spread = loss.margins(), loss.stats.spread()
+    assert gamma.mean().item() == pytest.approx(1.5)
+    assert torch.equal(torch.argsort(gamma), torch.argsort(spread)) and (gamma.diff() > 0).all()
+    torch.testing.assert_close(gamma, optimal_margins(spread, 1.5))
+    paper = warmed("a").margins()  # a_k is dominated by the means here: the order differs
+    assert paper.argmax().item() == 0 and gamma.argmax().item() == 3
+
+
+def test_spread_margins_give_unseen_classes_the_average():
+    loss = MR2Loss(3, 2, statistic="spread")
+    x, y = torch.tensor([[0.0, 0.0], [2.0, 0.0], [0.0, 0.0], [0.0, 4.0]]), torch.tensor([0, 0, 1, 1])
+    loss(torch.zeros(4, 3), x, y)
+    gamma = loss.margins()
+    assert gamma.mean().item() == pytest.approx(1.0) and gamma[0] < gamma[2] < gamma[1]
+
+
+def test_statistic_option_is_validated_and_registered():
+    assert resolve_options("mr2")["statistic"] == "a"
+    assert build_loss("mr2_no_rep", 3, 2, statistic="spread").statistic == "spread"
+    with pytest.raises(ValueError, match="statistic"):
+        build_loss("mr2", 3, 2, statistic="variance")
+    with pytest.raises(ValueError, match="statistic"):
+        MR2Loss(3, 2, statistic=None)
+
+
+def test_premise_config_plans_the_exploratory_cells(tmp_path):
+    workdir = copy_pipeline(tmp_path / "wd")
+    res = run_snakemake(workdir, "--configfile", "config/premise.yaml", "-n")
+    text = res.stdout + res.stderr
+    for variant in ("statistic=spread", "p=3", "p=5"):
+        assert f"results/runs/fashion_mnist/mr2/{variant}/seed2/model.pt" in text
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", text[text.index("Job stats:"):], re.M))
+    assert jobs["train"] == "21" and jobs["analysis"] == "1"  # (4 methods + 3 variants) x 3 seeds
+
+
+def test_a_bad_exploratory_value_fails_before_any_job(tmp_path):
+    workdir = copy_pipeline(tmp_path / "wd")
+    cfg = (workdir / "config" / "smoke.yaml").read_text().replace("sweeps: {method: mr2, c_bar: [2.0]}",
+                                                                  "sweeps: {method: mr2, statistic: [variance]}")
+    (workdir / "config" / "bad.yaml").write_text(cfg)
+    res = run_snakemake(workdir, "--configfile", "config/bad.yaml", "-n", check=False)
+    assert res.returncode != 0 and "statistic" in res.stdout + res.stderr
+
+
+# ----------------------------------------------------------------------------- the smoke outputs
+def test_analysis_of_the_smoke_outputs(smoke_results):
+    out = smoke_results / "analysis"
+    res = analysis.read_analysis(out)
+    pc = pd.read_csv(smoke_results / "tables" / "per_class.csv")
+    # the decomposition of the real evaluation adds up
+    dec = res["decomposition"]
+    np.testing.assert_allclose(dec["mean_sq_norm"] + dec["spread"], dec["a"], rtol=1e-6)
+    # every run is analysed, and one correlation against scipy
+    assert len(res["correlations"][["method", "variant", "seed"]].drop_duplicates()) == \
+        len(pc[["method", "variant", "seed"]].drop_duplicates())
+    err = 1 - pc[pc["method"] == "erm"].groupby("class")["accuracy"].mean()
+    run = pc[(pc["method"] == "mr2") & (pc["variant"] == "default") & (pc["seed"] == 0)].set_index("class")
+    corr = res["correlations"]
+    got = corr[(corr["method"] == "mr2") & (corr["variant"] == "default") & (corr["seed"] == 0)
+               & (corr["source"] == "final") & (corr["x"] == "erm_error") & (corr["y"] == "a")]["rho"].item()
+    assert got == pytest.approx(stats.spearmanr(err.loc[run.index], run["a"]).statistic)
+    # per-epoch rows for every MR² run and epoch
+    ep = corr[(corr["source"] == "epoch") & (corr["y"] == "gamma") & (corr["method"] == "mr2")]
+    assert set(ep["epoch"]) == {1, 2, 3}
+    for name in analysis.FIGURE_NAMES:
+        assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.pdf").is_file()
+    report = (smoke_results / "report.md").read_text()
+    assert "## Does the premise hold?" in report and "**Chain**: link 1" in report
+    assert "analysis/premise_margins.png" in report
