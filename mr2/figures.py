@@ -9,7 +9,7 @@ Accuracies are drawn in percent; means are over seeds.
   per_class_sorted         per-class accuracy sorted ascending, a line per method (paper Fig. 1a)
   accuracy_vs_variability  per-class accuracy against a_k of the training features (Fig. 1b)
   group_accuracy           all/easy/medium/hard accuracy per method, error bars = sd over seeds
-  change_vs_reference      per-class change of the MR² variants over ERM against ERM's accuracy
+  change_vs_reference      per-class change of every method over ERM against ERM's accuracy, a panel each
   margins_over_training    γ_k per epoch of easy and hard classes (MR²)
   sweeps                   accuracy (all, hard) against swept c̄ and λ (Fig. 5)
 """
@@ -39,6 +39,7 @@ GROUP_ORDER = ["all", "easy", "medium", "hard"]
 GROUP_COLOURS = {"easy": "tab:green", "medium": "tab:orange", "hard": "tab:red"}
 NO_SWEEP = "no sweep in this config"
 PANEL_SIZE = (4.5, 3.6)
+PANELS_PER_ROW = 4  # small multiples of the per-class change figure
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -177,6 +178,7 @@ def plot_group_accuracy(per_class: pd.DataFrame, groups: pd.DataFrame, stem: str
     long["accuracy"] *= 100
     datasets = list(long["dataset"].unique())
     fig, axes = _panels(len(datasets))
+    fig.set_figwidth(fig.get_figwidth() * max(1.0, len(_labels_in_order(selected)) / 5))  # room for many bars
     for ax, dataset in zip(axes.flat, datasets):
         part = long[long["dataset"] == dataset]
         sns.barplot(data=part, x="group", y="accuracy", hue="label", hue_order=_labels_in_order(selected),
@@ -193,30 +195,44 @@ def plot_group_accuracy(per_class: pd.DataFrame, groups: pd.DataFrame, stem: str
 def plot_change_vs_reference(per_class: pd.DataFrame, stem: str | Path, reference: str = "erm",
                              methods: Sequence[str] | None = None,
                              variants: Sequence[str] | None = (DEFAULT_VARIANT,)) -> list[Path]:
-    """Per-class accuracy change of each MR² variant over the reference (difference of the
-    means over seeds) against the reference's per-class accuracy, a zero line, a colour per
-    variant. ``methods`` defaults to every method whose name starts with ``mr2``."""
+    """Per-class accuracy change of each method over the reference (difference of the means
+    over seeds) against the reference's per-class accuracy: one panel per dataset and method
+    (at most ``PANELS_PER_ROW`` methods in a row, the same y axis everywhere), a colour per
+    method, a zero line. ``methods`` defaults to every method run except the reference (MR²
+    variants and baselines), in the config's order."""
     means = class_means(per_class)
     ref = means[(means["method"] == reference) & (means["variant"] == DEFAULT_VARIANT)]
     if methods is None:
-        methods = sorted(m for m in per_class["method"].unique() if str(m).startswith("mr2"))
+        methods = [m for m in dict.fromkeys(per_class["method"]) if m != reference]
     others = _select(means, methods, variants)
     if ref.empty or others.empty:
-        return placeholder(stem, f"needs runs of {reference} and of {', '.join(methods) or 'an MR² method'}")
+        return placeholder(stem, f"needs runs of {reference} and of {', '.join(methods) or 'another method'}")
     data = others.merge(ref[["dataset", "class", "accuracy"]], on=["dataset", "class"], suffixes=("", "_ref"))
     if data.empty:
         return placeholder(stem, f"no dataset has runs of both {reference} and {', '.join(methods)}")
     data["change"] = 100 * (data["accuracy"] - data["accuracy_ref"])
     data["accuracy_ref"] *= 100
-    datasets = list(data["dataset"].unique())
-    fig, axes = _panels(len(datasets))
-    for ax, dataset in zip(axes.flat, datasets):
-        sns.scatterplot(data=data[data["dataset"] == dataset], x="accuracy_ref", y="change", hue="label",
-                        hue_order=_labels_in_order(others), ax=ax, s=18, alpha=0.7)
-        ax.axhline(0.0, color="black", linewidth=0.8)
-        ax.set(title=dataset, xlabel=f"{reference} per-class accuracy (%)",
-               ylabel=f"change over {reference} (points)")
-    _one_legend(axes.flat, "method")
+    datasets, labels = list(data["dataset"].unique()), _labels_in_order(others)
+    colours = dict(zip(labels, sns.color_palette("tab20" if len(labels) > 10 else "tab10", len(labels))))
+    ncols = min(PANELS_PER_ROW, len(labels))
+    rows_per_dataset = -(-len(labels) // ncols)
+    fig, axes = _panels(ncols, ncols=ncols, nrows=len(datasets) * rows_per_dataset)
+    low, high = data["change"].min(), data["change"].max()
+    pad = 0.05 * max(high - low, 1.0)
+    for d, dataset in enumerate(datasets):
+        panels = axes[d * rows_per_dataset:(d + 1) * rows_per_dataset].flat
+        for i, ax in enumerate(panels):
+            if i >= len(labels):
+                ax.set_axis_off()
+                continue
+            part = data[(data["dataset"] == dataset) & (data["label"] == labels[i])]
+            if part.empty:
+                _empty_panel(ax, f"{dataset}: no runs of {labels[i]}")
+                continue
+            ax.scatter(part["accuracy_ref"], part["change"], s=18, alpha=0.8, color=colours[labels[i]])
+            ax.axhline(0.0, color="black", linewidth=0.8)
+            ax.set(title=f"{dataset}: {labels[i]}", xlabel=f"{reference} per-class accuracy (%)",
+                   ylabel=f"change over {reference} (points)", ylim=(low - pad, high + pad))
     return save_figure(fig, stem)
 
 

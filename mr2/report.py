@@ -22,6 +22,15 @@ from .results import DEFAULT_VARIANT, paired_difference, per_run_metrics
 # third-party summary's CIFAR-100 / ResNet-32 numbers (unverified; percent).
 PAPER_CIFAR100 = {"erm": {"all": 70.9, "hard": 56.7}, "mr2": {"all": 71.8, "hard": 58.5}}
 ABLATIONS = ("mr2_uniform", "mr2_no_rep")
+#: what a method's paired hard/easy verdicts against the reference mean for the paper's claim
+#: that the other methods trade easy-class accuracy for hard-class accuracy
+TRADE_OFF = {
+    ("higher", "lower"): "trades easy for hard (the trade-off the paper attributes to other methods)",
+    ("higher", "higher"): "raises both hard and easy classes",
+    ("higher", "no clear difference"): "raises hard classes without lowering easy ones",
+    ("no clear difference", "lower"): "lowers easy classes without raising hard ones",
+    ("lower", "lower"): "lowers both hard and easy classes",
+}
 
 
 def verdict(diff: float, lo: float, hi: float) -> str:
@@ -82,6 +91,7 @@ def findings(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, 
                     parts.append(f"{metric} {_fmt(d)} ({verdict(d['diff'], d['diff_lo'], d['diff_hi'])} for MR²)")
                 lines.append(f"- Full MR² against the ablation `{ablation}`: " + "; ".join(parts) + ". "
                              "The paper claims each ablation loses to full MR².")
+        lines += baseline_findings(per_run, dataset, reference)
         if dataset.startswith("cifar100") and {"erm", "mr2"} <= methods:
             ours = per_run[per_run["dataset"] == dataset].groupby("method")[["all", "hard"]].mean() * 100
             lines.append("- Against the paper's CIFAR-100 numbers (third-party summary, unverified): "
@@ -89,6 +99,32 @@ def findings(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, 
                                      f"{ours.loc[m, 'hard']:.1f} (paper {p['hard']})" for m, p in PAPER_CIFAR100.items())
                          + ".")
         lines.append("")
+    return lines
+
+
+def baseline_findings(per_run: pd.DataFrame, dataset: str, reference: str = "erm") -> list[str]:
+    """A sentence per method other than the reference, MR² and its ablations (the baselines and
+    the release's loss), in the tables' order: its paired hard- and easy-class differences to the
+    reference and whether it raises hard classes and lowers easy ones; then one summary line."""
+    present = list(dict.fromkeys(per_run.loc[per_run["dataset"] == dataset, "method"]))
+    baselines = [m for m in present if m not in (reference, "mr2", *ABLATIONS)]
+    if reference not in present or not baselines:
+        return []
+    lines, kinds = [], {}
+    for method in baselines:
+        res = {m: paired(per_run, dataset, method, reference, m) for m in ("hard", "easy", "all")}
+        if any(d is None for d in res.values()):
+            continue
+        v = {m: verdict(d["diff"], d["diff_lo"], d["diff_hi"]) for m, d in res.items()}
+        kind = TRADE_OFF.get((v["hard"], v["easy"]), "shows no clear change in hard classes"
+                             if v["hard"] == "no clear difference" else f"changes hard classes: {v['hard']}; easy: {v['easy']}")
+        kinds.setdefault(kind, []).append(method)
+        lines.append(f"- `{method}` against {reference.upper()} ({res['all']['n_paired']} seeds): hard classes "
+                     f"{_fmt(res['hard'])} ({v['hard']}); easy classes {_fmt(res['easy'])} ({v['easy']}); all "
+                     f"classes {_fmt(res['all'])} ({v['all']}). It {kind}.")
+    if lines:
+        lines.append("- Baselines by outcome: " + "; ".join(f"{kind}: {', '.join(f'`{m}`' for m in ms)}"
+                                                          for kind, ms in kinds.items()) + ".")
     return lines
 
 

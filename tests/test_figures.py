@@ -48,9 +48,12 @@ def test_every_figure_writes_png_and_pdf(tmp_path, captured):
     for name, paths in made.items():
         assert paths[0] == tmp_path / f"{name}.png"
         check_files(paths)
-    # real content, not placeholders: one panel per dataset, sweeps 2 datasets x 2 options
+    # real content, not placeholders: one panel per dataset (the change figure: per dataset and
+    # method other than ERM), sweeps 2 datasets x 2 options
     assert all(not c["texts"] for c in captured)
-    assert [len(c["axes"]) for c in captured[:5]] == [2, 2, 2, 2, 2]
+    n_other = len([m for m in syn.METHODS if m != "erm"])
+    assert [len(c["axes"]) for c in captured[:5]] == [2, 2, 2, 2 * n_other, 2]
+    assert captured[3]["titles"][:n_other] == [f"toy: {m}" for m in syn.METHODS if m != "erm"]
     assert len(captured[5]["axes"]) == 4
 
 

@@ -374,3 +374,58 @@ def test_baselines_config_dry_run_lists_the_jtt_chain_and_every_method(tmp_path)
         assert f"--out {errors}" in out  # the errors step writes it ...
         assert f"train.upsample_file=\"{errors}\"" in out  # ... and the jtt run up-samples it
     assert "train.upsample_factor=6" in out and "'method.name=\"erm\"'" in out
+
+
+# ---------------------------------------------------------------- results: figure 4 and report
+
+def tables_with_baselines():
+    """Synthetic tables: ERM, MR² and three baselines with known effects on the hard/easy
+    classes of the synthetic data (tests/results_data.py), per seed with small noise."""
+    import numpy as np
+
+    import results_data as syn
+
+    t = syn.tables(methods=("erm", "mr2"))
+    pc = t["per_class"]
+    erm = pc[pc["method"] == "erm"]
+    rng = np.random.default_rng(1)
+    effects = {"focal": (+0.06, -0.06), "dro": (+0.06, 0.0), "lff": (0.0, -0.06)}  # (hard, easy)
+    extra = []
+    for method, (hard, easy) in effects.items():
+        part = erm.copy()
+        part["method"] = method
+        shift = np.where(part["class"].isin(syn.HARD), hard, np.where(part["class"].isin(syn.EASY), easy, 0.0))
+        part["accuracy"] = part["accuracy"] + shift + rng.normal(0, 0.002, len(part))
+        extra.append(part)
+    runs = t["runs"]
+    more_runs = [runs[runs["method"] == "erm"].assign(method=m) for m in effects]
+    return (pd.concat([pc, *extra], ignore_index=True), pd.concat([runs, *more_runs], ignore_index=True))
+
+
+def test_report_says_for_each_baseline_whether_it_trades_easy_for_hard():
+    from mr2 import results as R
+    from mr2.report import findings
+
+    per_class, runs = tables_with_baselines()
+    groups = R.difficulty_table(per_class)
+    text = "\n".join(findings(per_class, runs, groups))
+    line = {m: next(s for s in text.splitlines() if s.startswith(f"- `{m}` against ERM")) for m in ("focal", "dro", "lff")}
+    assert "hard classes +6.0 points" in line["focal"] and "It trades easy for hard" in line["focal"]
+    assert "It raises hard classes without lowering easy ones" in line["dro"]
+    assert "It lowers easy classes without raising hard ones" in line["lff"]
+    assert "- `mr2` against" not in text  # MR² has its own sentences
+    summary = next(s for s in text.splitlines() if s.startswith("- Baselines by outcome"))
+    assert "`focal`" in summary and "`dro`" in summary and "`lff`" in summary
+
+
+def test_change_figure_has_a_panel_per_baseline(tmp_path, monkeypatch):
+    from mr2 import figures as F
+
+    per_class, _ = tables_with_baselines()
+    seen = []
+    real = F.save_figure
+    monkeypatch.setattr(F, "save_figure", lambda fig, stem, **kw: seen.append(
+        [ax.get_title() for ax in fig.axes if ax.axison]) or real(fig, stem, **kw))
+    F.plot_change_vs_reference(per_class, tmp_path / "change")
+    assert seen[0] == [f"toy: {m}" for m in ("mr2", "focal", "dro", "lff")]
+    assert (tmp_path / "change.png").stat().st_size > 1000
