@@ -9,9 +9,11 @@ three steps of the pipeline:
    λ_up = ``upweight`` times (``stage2_config`` sets ``train.upsample_file`` and
    ``train.upsample_factor``; mr2.upsample builds the epoch's order).
 
-Stage 1 is a complete ERM run of T epochs (warm-up and cosine schedule fitted to T), not the
-first T epochs of a longer run. It inherits ``train.select`` from the dataset block: with
-``best_val`` the stage-1 epoch is chosen on the validation split, which is never part of E.
+Stage 1 is a complete ERM run of T epochs (the dataset's warm-up, then the cosine schedule
+fitted to T; with T <= ``train.warmup_epochs`` it is all warm-up), not the first T epochs of a
+longer run. It inherits ``train.select`` from the dataset block: with ``best_val`` the stage-1
+epoch is chosen on the validation split, which is never part of E. E depends on the seed: each
+seed's jtt run has its own stage 1.
 """
 
 from __future__ import annotations
