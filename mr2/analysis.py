@@ -402,7 +402,8 @@ def plot_margins_vs_error(margins: pd.DataFrame, summary: pd.DataFrame, stem: st
     data = sel.groupby(["dataset", "variant", "class"], sort=False).agg(
         gamma=("gamma", "mean"), erm_error=("erm_error", "first"), group=("group", "first")).reset_index()
     datasets = list(data["dataset"].unique())
-    fig, axes = plt.subplots(1, len(datasets), squeeze=False, figsize=(PANEL_SIZE[0] * 1.3 * len(datasets), PANEL_SIZE[1] * 1.2))
+    fig, axes = plt.subplots(1, len(datasets), squeeze=False,  # wide: the title holds a line per variant
+                             figsize=(PANEL_SIZE[0] * 1.7 * len(datasets), PANEL_SIZE[1] * 1.4))
     markers = ["o", "s", "^", "D", "v", "P", "X"]
     for ax, dataset in zip(axes.flat, datasets):
         title = [dataset]
