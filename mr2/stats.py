@@ -86,7 +86,8 @@ def class_moments(
     n = sums[:, d]
     m = sums[:, :d] / n.clamp_min(1).unsqueeze(1)
     diff = features - m[targets]
-    dev = torch.stack([lp_sq_norm(diff, p), lp_sq_norm(diff, 2.0)], dim=1)
+    l2 = lp_sq_norm(diff, 2.0)
+    dev = torch.stack([l2 if p == 2.0 else lp_sq_norm(diff, p), l2], dim=1)
     dev_sums = torch.zeros(k, 2, device=features.device, dtype=features.dtype)
     dev_sums.index_add_(0, targets, dev)
     if reduce is not None:
@@ -144,8 +145,10 @@ class ClassStats(nn.Module):
         r = rate.unsqueeze(1)
         self.mean.add_(r * delta)
         cross = rate * (1 - rate)
-        self.sq_dev.mul_(1 - rate).add_(rate * v + cross * lp_sq_norm(delta, self.p))
-        self.sq_dev_l2.mul_(1 - rate).add_(rate * v2 + cross * lp_sq_norm(delta, 2.0))
+        shift_l2 = lp_sq_norm(delta, 2.0)
+        shift_p = shift_l2 if self.p == 2.0 else lp_sq_norm(delta, self.p)
+        self.sq_dev.mul_(1 - rate).add_(rate * v + cross * shift_p)
+        self.sq_dev_l2.mul_(1 - rate).add_(rate * v2 + cross * shift_l2)
         self.count.add_(n)
 
     @property
