@@ -16,7 +16,6 @@ Accuracies are drawn in percent; means are over seeds.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -30,7 +29,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
-from scipy import stats  # noqa: E402
 
 from .io import atomic_path  # noqa: E402
 from .results import DEFAULT_VARIANT, RUN_KEYS, run_group_accuracy  # noqa: E402
@@ -111,14 +109,6 @@ def class_means(per_class: pd.DataFrame, columns: Sequence[str] = ("accuracy",))
     return means
 
 
-def spearman(x: Iterable[float], y: Iterable[float]) -> float:
-    """Spearman's rank correlation ρ (NaN when undefined, e.g. a constant input)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        rho = stats.spearmanr(list(x), list(y)).statistic
-    return float(rho)
-
-
 # ----------------------------------------------------------------------------- 1. sorted accuracy
 def plot_per_class_sorted(per_class: pd.DataFrame, stem: str | Path, methods: Sequence[str] | None = None,
                           variants: Sequence[str] | None = (DEFAULT_VARIANT,)) -> list[Path]:
@@ -154,6 +144,8 @@ def plot_accuracy_vs_variability(per_class: pd.DataFrame, stem: str | Path, meth
         part = data[data["dataset"] == dataset]
         sns.scatterplot(data=part, x=feature, y="accuracy", hue="label", hue_order=_labels_in_order(data),
                         ax=ax, s=18, alpha=0.7)
+        from .analysis import spearman  # one ρ for the whole project (analysis imports this module)
+
         rhos = [f"ρ[{label}] = {spearman(g[feature], g['accuracy']):.2f}" for label, g in part.groupby("label", sort=False)]
         ax.set(title=f"{dataset}\n" + ", ".join(rhos), xlabel=f"{feature} (training features)",
                ylabel="test accuracy (%)")

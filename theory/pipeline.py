@@ -22,13 +22,13 @@ ratio for the γ the run was actually trained with (``complexity_ratio_trained``
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+
+from mr2.io import atomic_path, save_text
 
 from .bound import NORMS, augmented_variability, bound_from_summary, complexity_term, trained_margins
 
@@ -299,34 +299,22 @@ def plot_complexity_curve(curve: pd.DataFrame):
 
 
 def save_figure(fig, stem: str | Path) -> list[Path]:
-    """Write ``fig`` as ``<stem>.png`` and ``<stem>.pdf`` (each atomically: a temporary file in the
-    same folder, then renamed) and close it; returns the two paths."""
+    """Write ``fig`` as ``<stem>.png`` and ``<stem>.pdf`` (each atomically) and close it;
+    returns the two paths."""
     import matplotlib.pyplot as plt
 
     stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".pdf")]
     try:
         for path in paths:
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-            os.close(fd)
-            try:
+            with atomic_path(path) as tmp:
                 fig.savefig(tmp, format=path.suffix[1:], dpi=150, bbox_inches="tight")
-                os.replace(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
     finally:
         plt.close(fig)
     return paths
 
 
 def write_text(text: str, path: str | Path) -> Path:
-    """Write ``text`` to ``path`` atomically (temporary file in the same folder, then renamed)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
-    return path
+    """Write ``text`` to ``path`` atomically (mr2.io.save_text)."""
+    save_text(text, path)
+    return Path(path)
