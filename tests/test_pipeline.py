@@ -89,7 +89,7 @@ def test_one_config_change_adds_only_its_runs(smoke_workdir):
 def test_one_target_path_reruns_one_run(smoke_workdir):
     target = "results/runs/fashion_mnist/mr2_uniform/default/seed0/eval/metrics.json"
     (smoke_workdir / target).unlink()
-    res = run_snakemake(smoke_workdir, *SMOKE, target)
+    res = run_snakemake(smoke_workdir, target, *SMOKE)
     assert (smoke_workdir / target).is_file()
     assert planned_jobs(res) == {"evaluate": 1}
 
@@ -99,9 +99,9 @@ def test_killed_training_job_resumes_when_the_workflow_is_rerun(smoke_workdir):
     outputs = [f"{run}/{f}" for f in ("model.pt", "config.yaml", "epochs.csv")]
     for f in outputs:
         (smoke_workdir / f).unlink()
-    dry = run_snakemake(smoke_workdir, *SMOKE, "-n", "-p", outputs[0])
-    cmd = next(line.strip() for line in (dry.stdout + dry.stderr).splitlines() if "python -m mr2 train" in line)
-    cmd = cmd.split(" > ")[0]  # the same command, its output to us instead of the log
+    dry = run_snakemake(smoke_workdir, outputs[0], "-n", "-p", *SMOKE)
+    line = next(line for line in (dry.stdout + dry.stderr).splitlines() if "python -m mr2 train" in line)
+    cmd = line[line.index("python -m mr2 train"):].split(" > ")[0]  # the rule's command, output to us
     proc = subprocess.Popen(shlex.split(cmd), cwd=smoke_workdir, stdout=subprocess.PIPE, text=True,
                             env={**pipeline_env(), "PYTHONUNBUFFERED": "1"})
     for line in proc.stdout:
@@ -110,7 +110,7 @@ def test_killed_training_job_resumes_when_the_workflow_is_rerun(smoke_workdir):
             break
     proc.wait()
     assert (smoke_workdir / run / "checkpoint.pt").is_file() and not (smoke_workdir / outputs[0]).exists()
-    run_snakemake(smoke_workdir, *SMOKE, outputs[0])
+    run_snakemake(smoke_workdir, outputs[0], *SMOKE)
     log = (smoke_workdir / "results/logs/train/fashion_mnist/erm/default/seed1.log").read_text()
     assert "resuming" in log and "after epoch 1" in log
     assert not (smoke_workdir / run / "checkpoint.pt").exists()

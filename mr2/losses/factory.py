@@ -215,3 +215,18 @@ def build_loss(
                              f"only {', '.join(sorted(REDUCIBLE))} do")
         return builder(num_classes, feature_dim, class_counts, reduce=reduce, **resolved)
     return builder(num_classes, feature_dim, class_counts, **resolved)
+
+
+def check_options(method: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Names *and values* of ``method``'s options, checked without data: the loss is built for a
+    tiny stand-in problem (K = 2, D = 2), so a bad value (a negative λ, c̄ = 0) fails here, before
+    any job runs, with the loss's own message. Returns the resolved options."""
+    resolved = resolve_options(method, options)
+
+    def tiny_model() -> torch.nn.Module:
+        from ..models import build_model
+
+        return build_model("mlp", 2, (2,))
+
+    build_loss(method, 2, 2, class_counts=torch.ones(2), model_builder=tiny_model, num_samples=2, **(options or {}))
+    return resolved

@@ -14,7 +14,11 @@ from snakemake.utils import validate
 from mr2 import config as run_config
 from mr2.data import check_available
 from mr2 import jtt as jtt_stages
-from mr2.losses import resolve_options
+from mr2.losses.factory import check_options
+
+# Snakemake's --config reads the items of a list as strings ("seeds=[0,1]" gives ["0", "1"]).
+if all(isinstance(seed, str) and seed.isdigit() for seed in config.get("seeds", [])):
+    config["seeds"] = [int(seed) for seed in config["seeds"]]
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -121,7 +125,7 @@ def check_config():
     for r in runs():
         where = f"datasets.{r['dataset']} / method {r['method']} / variant {r['variant']}"
         try:
-            resolve_options(r["method"], method_options(r["method"], r["variant"]))
+            check_options(r["method"], method_options(r["method"], r["variant"]))
             run_cfg(**r)
         except ValueError as exc:
             raise PipelineConfigError(f"invalid config for {where}: {exc}") from None
