@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from ..precision import upcast
+from ..stats import impute_unseen
 from .base import ClassLoss, LossOutput
 from .classwise import class_mean_losses
 
@@ -64,8 +65,7 @@ class FairDROLoss(ClassLoss):
         seen = self.loss_count > 0
         if bool(seen.any()):
             mean = self.loss_sum / self.loss_count.clamp_min(1)
-            fill = (mean * seen).sum() / seen.sum()
-            self.q.copy_(chi2_best_response(torch.where(seen, mean, fill), self.rho))
+            self.q.copy_(chi2_best_response(impute_unseen(mean, seen), self.rho))
         self.loss_sum.zero_()
         self.loss_count.zero_()
 
