@@ -29,7 +29,7 @@ from .io import save_csv, save_json
 from .augment import normalize
 from .loader import Source
 from .losses import build_loss, logit_margin_cross_entropy
-from .models import build_model
+from .models import build_from_config
 from .stats import class_moments, lp_sq_norm
 from .train import as_trained_net, per_class_accuracy, predict, select_device
 
@@ -70,9 +70,7 @@ def load_run(run_dir: str | Path, device: torch.device):
         raise FileNotFoundError(f"no trained model at {path}; run 'python -m mr2 train' first")
     saved = torch.load(path, map_location=device, weights_only=False)
     cfg, info = saved["config"], saved["info"]
-    mc = cfg["model"]
-    model = build_model(mc["name"], info["num_classes"], tuple(info["input_shape"]), head=mc["head"],
-                        cosine_scale=mc["cosine_scale"], weights=None, **mc["options"]).to(device)
+    model = build_from_config(cfg["model"], info["num_classes"], info["input_shape"], with_weights=False).to(device)
     model.load_state_dict(saved["state"]["model"])
     loss_state = saved["state"]["loss"]
     return cfg, model, loss_state

@@ -40,7 +40,7 @@ from .data import load_prepared
 from .io import save_csv, save_torch, save_yaml
 from .loader import Source, in_memory
 from .losses import build_loss
-from .models import build_model, freeze_backbone
+from .models import build_from_config, freeze_backbone
 from .upsample import epoch_index
 
 CHECKPOINT = "checkpoint.pt"
@@ -138,11 +138,7 @@ class Runner:
             raise ConfigError(f"config key 'data.name' is {cfg['data']['name']!r} but {data_path} holds {info.name!r}")
         self.k = info.num_classes
         torch.manual_seed(cfg["seed"])
-        mc = cfg["model"]
-        self.model = build_model(
-            mc["name"], self.k, info.input_shape, head=mc["head"], cosine_scale=mc["cosine_scale"],
-            weights=mc["weights"], **mc["options"],
-        ).to(self.device)
+        self.model = build_from_config(cfg["model"], self.k, info.input_shape).to(self.device)
         self.channels_last = uses_channels_last(self.device, info.input_shape)
         if self.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)
@@ -222,9 +218,7 @@ class Runner:
     def _twin(self) -> nn.Module:
         """A second network of the run's model config, initialised independently, taking the
         inputs of ``self.net`` (for losses that own one: LfF's biased model)."""
-        mc = self.cfg["model"]
-        twin = build_model(mc["name"], self.k, self.data.info.input_shape, head=mc["head"],
-                           cosine_scale=mc["cosine_scale"], weights=mc["weights"], **mc["options"])
+        twin = build_from_config(self.cfg["model"], self.k, self.data.info.input_shape)
         return as_trained_net(twin.to(self.device), self.cfg["train"]["mode"])
 
     def loss_extras(self, xin: torch.Tensor, perm: torch.Tensor, step: int, views: int) -> dict[str, torch.Tensor]:

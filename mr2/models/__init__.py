@@ -6,7 +6,7 @@ Every model returns ``(logits, features)``; see ``factory`` for the models and t
 """
 
 from .classifier import Classifier, freeze_backbone, unfreeze_backbone
-from .factory import MODELS, ModelSpec, build_model, model_options, resolve_model_options
+from .factory import MODELS, ModelSpec, build_from_config, build_model, model_options, resolve_model_options
 from .heads import DEFAULT_COSINE_SCALE, HEADS, CosineHead, LinearHead, cosine_logits
 from .weights import load_weights, read_state_dict
 
@@ -18,6 +18,7 @@ __all__ = [
     "LinearHead",
     "MODELS",
     "ModelSpec",
+    "build_from_config",
     "build_model",
     "cosine_logits",
     "freeze_backbone",

@@ -157,3 +157,13 @@ def build_model(
     if weights is not None:
         load_weights(model, weights, ignore_prefix=spec.torchvision_head_prefix)
     return model
+
+
+def build_from_config(model_cfg: dict[str, Any], num_classes: int, input_shape: Shape,
+                      with_weights: bool = True) -> Classifier:
+    """``build_model`` from a run config's ``model`` section (name, head, cosine_scale, weights,
+    options). ``with_weights=False`` skips the weights file, for a model whose trained state is
+    loaded afterwards."""
+    return build_model(model_cfg["name"], num_classes, tuple(input_shape), head=model_cfg["head"],
+                       cosine_scale=model_cfg["cosine_scale"],
+                       weights=model_cfg["weights"] if with_weights else None, **model_cfg["options"])
