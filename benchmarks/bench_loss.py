@@ -2,6 +2,9 @@
 
 The loop computes the same MR² objective the way the authors' release is structured: a Python
 loop over the classes present in the batch for the statistics and for the representation term.
+The "rep. pairs" column says which evaluation of the representation term the vectorised loss
+chose (``mr2.losses.rep_margin``: sparse same-class pairs on the CPU when they are rare, the dense
+B×B Gram matrix otherwise and always on CUDA).
 Prints a table; not a test. Usage: python benchmarks/bench_loss.py [--threads 2] [--repeats 5]
 """
 
@@ -14,7 +17,9 @@ import time
 import torch
 import torch.nn.functional as F
 
+from mr2 import accel
 from mr2.losses import build_loss, logit_margin_cross_entropy
+from mr2.losses.rep_margin import count_same_class_pairs, sparse_pays_off
 from mr2.margins import optimal_margins
 
 
@@ -63,13 +68,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--classes", type=int, nargs="+", default=[10, 100, 1000], help="values of K")
+    ap.add_argument("--batch", type=int, nargs="+", default=[128, 512], help="values of B")
+    ap.add_argument("--dims", type=int, nargs="+", default=[64, 640, 2048], help="values of D")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
     print(f"torch {torch.__version__}, threads {args.threads}; times are best of {args.repeats}, ms per forward+backward")
-    print("| device | K | B | D | CE | MR² (vectorised) | MR² (per-class loop) | loop / vectorised |")
-    print("|---|---|---|---|---|---|---|---|")
-    for device, k, b, d in itertools.product(devices, (10, 100, 1000), (128, 512), (64, 640, 2048)):
+    print("| device | K | B | D | rep. pairs | CE | MR² (vectorised) | MR² (per-class loop) | loop / vectorised |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for device, k, b, d in itertools.product(devices, args.classes, args.batch, args.dims):
         g = torch.Generator().manual_seed(0)
         y = torch.randint(0, k, (b,), generator=g).to(device)
         feats = torch.randn(b, d, generator=g).to(device).requires_grad_()
@@ -87,7 +95,8 @@ def main():
             loop_mr2(logits, feats, y, state, k).backward()
 
         t_ce, t_vec, t_loop = (timeit(f, device, args.repeats) for f in (run_ce, run_vec, run_loop))
-        print(f"| {device.type} | {k} | {b} | {d} | {t_ce:.2f} | {t_vec:.2f} | {t_loop:.2f} | {t_loop / t_vec:.1f}× |", flush=True)
+        sparse = accel.host_reads_are_free(device) and sparse_pays_off(count_same_class_pairs(y), b, d)
+        print(f"| {device.type} | {k} | {b} | {d} | {'sparse' if sparse else 'dense'} | {t_ce:.2f} | {t_vec:.2f} | {t_loop:.2f} | {t_loop / t_vec:.1f}× |", flush=True)
 
 
 if __name__ == "__main__":

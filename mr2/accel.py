@@ -9,8 +9,9 @@
 
 Host-device synchronisation in a training step (audited; see ``tests/test_speed.py``): the
 MR² loss, its class statistics and the cross-entropy use no ``.item()``, no ``nonzero`` and
-no boolean-mask indexing; the engine reads its per-epoch sums with ``.item()`` once, at the
-end of the epoch. Known exceptions, outside the MR² path: AutoAugment (``train.auto_augment``)
+no boolean-mask indexing on CUDA (on the CPU, where host reads are free, the representation
+loss may enumerate its same-class pairs with ``nonzero``: ``host_reads_are_free``); the engine
+reads its per-epoch sums with ``.item()`` once, at the end of the epoch. Known exceptions, outside the MR² path: AutoAugment (``train.auto_augment``)
 groups images by operation on the host; ``center`` uses ``bincount`` (a sync on CUDA);
 ``fairdro`` tests ``seen.any()`` on the host; AdamW without ``fused`` reads its step count.
 """
@@ -22,6 +23,15 @@ from typing import Any, Callable
 
 import torch
 from torch import nn
+
+
+def host_reads_are_free(device: torch.device) -> bool:
+    """True where reading a tensor's value on the host forces no device synchronisation: the CPU.
+
+    Code with a data-dependent fast path (``nonzero``, ``.item()``) takes it only here, so that
+    the same step stays free of host syncs on CUDA.
+    """
+    return device.type == "cpu"
 
 
 def uses_channels_last(device: torch.device, input_shape: tuple[int, ...]) -> bool:

@@ -13,6 +13,14 @@ def gen():
     return torch.Generator().manual_seed(0)
 
 
+@pytest.fixture
+def sync_free_paths(monkeypatch):
+    """Take the code paths a CUDA device takes: host reads are not free (``mr2.accel``)."""
+    from mr2 import accel
+
+    monkeypatch.setattr(accel, "host_reads_are_free", lambda device: False)
+
+
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 PIPELINE_FILES = ("Snakefile", "workflow", "config", "profiles", "environment.yml")
 

@@ -165,3 +165,67 @@ def test_factory_defaults_are_resolved_and_visible():
     assert resolve_options("mr2", {"lam": 0.5})["lam"] == 0.5
     assert {"erm", "mr2", "mr2_uniform", "mr2_no_rep"} <= set(METHODS)
     assert isinstance(build_loss("mr2_no_rep", 4, 3), MR2Loss) and build_loss("mr2_no_rep", 4, 3).lam == 0.0
+
+
+# --- the two evaluations of the representation loss, and the hand-written backward passes ---
+
+from mr2 import accel  # noqa: E402
+from mr2.losses import rep_margin  # noqa: E402
+from mr2.losses.margin_ce import MarginCrossEntropy  # noqa: E402
+
+
+@pytest.mark.parametrize("pairs", ["dense", "sparse"])
+@pytest.mark.parametrize("batch", BATCHES)
+@pytest.mark.parametrize("scale", [1e-4, 1.0, 1e4])
+def test_both_pair_paths_equal_the_reference(pairs, batch, scale, gen):
+    y = torch.tensor(BATCHES[batch])
+    feats = (torch.randn(len(y), 5, generator=gen, dtype=torch.float64) * scale).requires_grad_()
+    s_bar = torch.tensor(0.7 * scale**2, dtype=torch.float64)
+    val = representation_margin_loss(feats, y, s_bar, pairs=pairs)
+    ref = reference_rep(feats, y, s_bar)
+    assert torch.allclose(val, ref, rtol=1e-9, atol=1e-12)
+    (g,) = torch.autograd.grad(val, feats, allow_unused=True, materialize_grads=True)
+    # the reference of a batch without pairs is a constant 0
+    g_ref = torch.autograd.grad(ref, feats, allow_unused=True, materialize_grads=True)[0] if ref.requires_grad else 0 * feats
+    assert torch.allclose(g, g_ref, rtol=1e-7, atol=1e-12 + 1e-9 * g_ref.abs().max().item())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=40))
+def test_same_class_pairs_are_exactly_the_unordered_pairs(labels):
+    y = torch.tensor(labels)
+    i, j = rep_margin.same_class_pairs(y)
+    got = sorted(zip(torch.minimum(i, j).tolist(), torch.maximum(i, j).tolist()))
+    want = [(a, b) for a in range(len(y)) for b in range(a + 1, len(y)) if labels[a] == labels[b]]
+    assert got == want
+    assert rep_margin.count_same_class_pairs(y) == len(want)
+
+
+def test_auto_takes_the_sparse_path_only_for_rare_pairs_on_the_cpu(monkeypatch, gen):
+    calls = []
+    real = rep_margin.same_class_pairs
+    monkeypatch.setattr(rep_margin, "same_class_pairs", lambda t: calls.append(len(t)) or real(t))
+    feats = torch.randn(64, 3, generator=gen)
+    many_classes, few_classes = torch.arange(64) % 60, torch.arange(64) % 2
+    representation_margin_loss(feats, many_classes, torch.tensor(1.0))
+    assert calls == [64]
+    representation_margin_loss(feats, few_classes, torch.tensor(1.0))
+    assert calls == [64]  # 2 classes: half of all pairs are positives, the dense path is taken
+    monkeypatch.setattr(accel, "host_reads_are_free", lambda device: False)
+    representation_margin_loss(feats, many_classes, torch.tensor(1.0))
+    assert calls == [64]  # never on a device where reading the count would synchronise
+
+
+def test_invalid_pair_path_is_named():
+    with pytest.raises(ValueError, match="pairs must be one of"):
+        representation_margin_loss(torch.randn(3, 2), torch.zeros(3, dtype=torch.long), torch.tensor(0.0), pairs="fast")
+
+
+def test_hand_written_backward_passes_pass_gradcheck(gen):
+    x = torch.randn(9, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+    i, j = torch.tensor([0, 0, 3, 5, 8]), torch.tensor([1, 2, 4, 6, 7])
+    assert torch.autograd.gradcheck(lambda t: rep_margin.PairSqDists.apply(t, i, j), (x,))
+    z = torch.randn(6, 5, generator=gen, dtype=torch.float64, requires_grad=True)
+    y = torch.tensor([0, 4, 4, 2, 1, 0])
+    scale = torch.tensor([0.5, 2.0, 2.0, 1.3, 0.9, 0.5], dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda t: MarginCrossEntropy.apply(t, y, scale), (z,))

@@ -51,9 +51,17 @@ def test_recorder_sees_the_syncs_it_looks_for():
     assert rec.counts["aten.nonzero"] >= 1
 
 
+def test_host_reads_are_free_only_on_the_cpu():
+    assert accel.host_reads_are_free(torch.device("cpu"))
+    assert not accel.host_reads_are_free(torch.device("cuda"))
+    assert not accel.host_reads_are_free(torch.device("cuda", 1))
+
+
 @pytest.mark.parametrize("method", ["mr2", "mr2_uniform", "mr2_no_rep", "erm"])
-def test_mr2_loss_step_has_no_host_sync(method, gen):
-    k, d = 7, 5
+@pytest.mark.parametrize("k", [7, 40])  # B >= K and B < K take different statistics slots
+def test_mr2_loss_step_has_no_host_sync(method, k, gen, sync_free_paths):
+    """On the paths a CUDA device takes (``sync_free_paths``); the CPU reads labels on the host."""
+    d = 5
     loss = build_loss(method, k, d).train()
     feats = torch.randn(32, d, generator=gen, requires_grad=True)
     logits = torch.randn(32, k, generator=gen, requires_grad=True)
@@ -80,8 +88,9 @@ def quick_cfg(**train_keys):
     return run_config.deep_merge(run_config.DEFAULTS, update)
 
 
-def test_host_syncs_of_a_training_epoch_do_not_grow_with_its_steps(digits, tmp_path):
-    """The engine reads its sums once per epoch; a per-step sync would scale with the steps."""
+def test_host_syncs_of_a_training_epoch_do_not_grow_with_its_steps(digits, tmp_path, sync_free_paths):
+    """The engine reads its sums once per epoch; a per-step sync would scale with the steps
+    (on the paths a CUDA device takes)."""
     counts, steps = [], []
     for batch in (256, 64):
         runner = Runner(quick_cfg(batch_size=batch), digits, tmp_path, log=lambda *_: None)

@@ -5,7 +5,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mr2.stats import ClassStats, class_moments, lp_sq_norm
+from mr2 import accel
+from mr2.stats import ClassStats, batch_slots, class_moments, lp_sq_norm
 
 
 def slow_moments(x, y, k, p):
@@ -170,3 +171,36 @@ def test_lp_statistics_distinguish_normalised_classes(gen):
 def test_invalid_options_are_named(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         ClassStats(3, 2, **bad)
+
+
+def stream_states(k, batches, **options):
+    stats = ClassStats(k, 3, momentum=0.9, **options).double()
+    for x, y in batches:
+        stats.update(x, y)
+    return stats.state_dict()
+
+
+@pytest.mark.parametrize("k", [5, 50])  # B = 16 >= K, and B < K
+def test_batch_slot_layouts_give_the_same_statistics(k, gen, monkeypatch):
+    """CPU slots (classes present), sync-free slots (first sample / all K) and the K rows of the
+    data-parallel path summarise the same batches into the same state."""
+    batches = [(torch.randn(16, 3, generator=gen, dtype=torch.float64) * 4 + 2, torch.randint(0, k, (16,), generator=gen))
+               for _ in range(6)]
+    cpu = stream_states(k, batches)
+    rows = stream_states(k, batches, reduce=lambda t: t)
+    monkeypatch.setattr(accel, "host_reads_are_free", lambda device: False)
+    sync_free = stream_states(k, batches)
+    for key in cpu:
+        assert torch.allclose(cpu[key], rows[key], rtol=1e-12, atol=1e-12), key
+        assert torch.allclose(cpu[key], sync_free[key], rtol=1e-12, atol=1e-12), key
+
+
+@pytest.mark.parametrize("host_free", [True, False])
+@pytest.mark.parametrize("k", [4, 100])
+def test_batch_slots_put_each_class_in_one_slot(host_free, k, gen, monkeypatch):
+    monkeypatch.setattr(accel, "host_reads_are_free", lambda device: host_free)
+    y = torch.randint(0, min(k, 9), (30,), generator=gen)
+    slot, rows = batch_slots(y, k)
+    assert torch.equal(rows[slot], y)  # every sample's slot holds its class
+    for c in y.unique():
+        assert slot[y == c].unique().numel() == 1  # one slot per class present
