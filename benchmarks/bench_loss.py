@@ -5,13 +5,14 @@ loop over the classes present in the batch for the statistics and for the repres
 The "rep. pairs" column says which evaluation of the representation term the vectorised loss
 chose (``mr2.losses.rep_margin``: sparse same-class pairs on the CPU when they are rare, the dense
 B×B Gram matrix otherwise and always on CUDA).
-Prints a table; not a test. Usage: python benchmarks/bench_loss.py [--threads 2] [--repeats 5]
+Prints a table; not a test. Usage: python benchmarks/bench_loss.py [--threads 2] [--repeats 15]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import statistics
 import time
 
 import torch
@@ -50,31 +51,35 @@ def loop_mr2(logits, feats, y, state, k, lam=0.1, momentum=0.99):
     return ce + lam * rep / len(y)
 
 
-def timeit(fn, device, repeats):
-    fn()  # warm-up
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+def timeit(fns, device, repeats):
+    """Median milliseconds of each of ``fns``, timed in interleaved rounds (one call of each per
+    round, after a warm-up call), so that a slow spell of a shared machine hits all of them."""
+    times = [[] for _ in fns]
+    for fn in fns:
         fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3
+    for _ in range(repeats):
+        for fn, ts in zip(fns, times):
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fn()
+            if device.type == "cuda":
+                torch.cuda.synchronize()
+            ts.append(time.perf_counter() - t0)
+    return [statistics.median(ts) * 1e3 for ts in times]
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--classes", type=int, nargs="+", default=[10, 100, 1000], help="values of K")
     ap.add_argument("--batch", type=int, nargs="+", default=[128, 512], help="values of B")
     ap.add_argument("--dims", type=int, nargs="+", default=[64, 640, 2048], help="values of D")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     devices = [torch.device("cpu")] + ([torch.device("cuda")] if torch.cuda.is_available() else [])
-    print(f"torch {torch.__version__}, threads {args.threads}; times are best of {args.repeats}, ms per forward+backward")
+    print(f"torch {torch.__version__}, threads {args.threads}; times are medians of {args.repeats} interleaved rounds, ms per forward+backward")
     print("| device | K | B | D | rep. pairs | CE | MR² (vectorised) | MR² (per-class loop) | loop / vectorised |")
     print("|---|---|---|---|---|---|---|---|---|")
     for device, k, b, d in itertools.product(devices, args.classes, args.batch, args.dims):
@@ -94,7 +99,7 @@ def main():
         def run_loop():
             loop_mr2(logits, feats, y, state, k).backward()
 
-        t_ce, t_vec, t_loop = (timeit(f, device, args.repeats) for f in (run_ce, run_vec, run_loop))
+        t_ce, t_vec, t_loop = timeit((run_ce, run_vec, run_loop), device, args.repeats)
         sparse = accel.host_reads_are_free(device) and sparse_pays_off(count_same_class_pairs(y), b, d)
         print(f"| {device.type} | {k} | {b} | {d} | {'sparse' if sparse else 'dense'} | {t_ce:.2f} | {t_vec:.2f} | {t_loop:.2f} | {t_loop / t_vec:.1f}× |", flush=True)
 

@@ -31,6 +31,10 @@ the zero initialisation); afterwards it is an exponential average over the class
 ~1/(1 − β) samples, whatever the batch size or the number of classes. Classes absent from
 a batch have n_k = 0, so r_k = 0 and their state is kept.
 
+Cost: a step summarises the batch in "slots" (``batch_slots``) — the classes present on the
+CPU, B fixed slots on CUDA when B < K — so it reads and writes O(min(B, K)·D) numbers, not the
+whole K×D state.
+
 Unseen classes (c_k = 0): ``variability`` gives them the mean a of the seen classes, so
 their margin is the average one and they do not shift the others' share of the budget;
 ``s_bar`` averages over seen classes only. Before any class is seen a = 0 everywhere and
@@ -54,7 +58,11 @@ Reduce = Callable[[torch.Tensor], torch.Tensor]
 
 
 def lp_sq_norm(x: torch.Tensor, p: float = 2.0) -> torch.Tensor:
-    """Squared L_p norm along the last dimension: ‖x‖_p² = (Σ_i |x_i|^p)^{2/p}."""
+    """Squared L_p norm along the last dimension: ‖x‖_p² = (Σ_i |x_i|^p)^{2/p}.
+
+    For p = 2 the plain sum of squares (exact where its terms are, e.g. small integers)."""
+    if p == 2.0:
+        return x.pow(2).sum(-1)
     return torch.linalg.vector_norm(x, ord=p, dim=-1).square()
 
 

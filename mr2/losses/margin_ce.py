@@ -23,21 +23,26 @@ class MarginCrossEntropy(torch.autograd.Function):
     """(1/B) Σ_i −log softmax(z_i / t_i)_{y_i} for per-sample temperatures t_i = γ_{y_i}, with
     ∂/∂z_i = (softmax(z_i / t_i) − e_{y_i}) / (B t_i).
 
-    Written out so that a step allocates two (B, K) buffers (the log-probabilities and the
+    Written out so that a step allocates two (B, K) buffers (the probabilities, then the
     gradient) instead of one per elementary op: on the CPU, fresh large buffers cost page
-    faults that are a large part of this cheap computation.
+    faults that are a large part of this cheap computation. With u = z/t − max(z/t):
+    −log softmax(z/t)_y = log Σ_k e^{u_k} − u_y, exact and free of overflow.
     """
 
     @staticmethod
     def forward(ctx, logits: torch.Tensor, targets: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-        log_p = torch.log_softmax(logits / scale.unsqueeze(1), dim=1)
-        ctx.save_for_backward(log_p, targets, scale)
-        return -log_p.gather(1, targets.unsqueeze(1)).mean()
+        probs = logits / scale.unsqueeze(1)  # becomes u, then e^u, then softmax, in place
+        probs.sub_(probs.amax(dim=1, keepdim=True))
+        u_y = probs.gather(1, targets.unsqueeze(1)).squeeze(1)
+        total = probs.exp_().sum(dim=1)
+        probs.div_(total.unsqueeze(1))
+        ctx.save_for_backward(probs, targets, scale)
+        return (total.log() - u_y).mean()
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        log_p, targets, scale = ctx.saved_tensors
-        g = log_p.exp()
+        probs, targets, scale = ctx.saved_tensors
+        g = probs.clone()  # not in place: a retained graph may run backward again
         g.scatter_add_(1, targets.unsqueeze(1), -torch.ones_like(scale, dtype=g.dtype).unsqueeze(1))
-        g.mul_((grad / log_p.shape[0] / scale).unsqueeze(1))
+        g.mul_((grad / probs.shape[0] / scale).unsqueeze(1))
         return g, None, None
