@@ -116,6 +116,14 @@ def test_killed_training_job_resumes_when_the_workflow_is_rerun(smoke_workdir):
     assert not (smoke_workdir / run / "checkpoint.pt").exists()
 
 
+def test_theory_assumptions_reach_the_theory_step(smoke_workdir, tmp_path):
+    extra = tmp_path / "theory.yaml"
+    extra.write_text(yaml.safe_dump({"theory": {"norm": "frobenius", "delta": 0.1}}))
+    res = run_snakemake(smoke_workdir, "-n", "-p", "--forcerun", "theory_bound", *SMOKE, str(extra))
+    line = next(line for line in (res.stdout + res.stderr).splitlines() if "python -m theory bound" in line)
+    assert "--delta 0.1" in line and "--norm frobenius" in line and "--c " not in line  # c: the CLI's default
+
+
 BROKEN = {
     "unknown method": ({"methods": ["erm", "mr3"]}, "mr3"),
     "negative lambda": ({"method_options": {"mr2": {"lam": -1.0}}}, "lam"),
@@ -123,6 +131,7 @@ BROKEN = {
     "missing dataset root": ({"datasets": {"cifar100": {"data": {"name": "cifar100", "root": "/nonexistent/cifar"}}}},
                              "datasets.cifar100.data"),
     "unknown key": ({"epochs": 3}, "epochs"),
+    "theory delta out of range": ({"theory": {"delta": 1.5}}, "delta"),
     "unknown engine key": ({"datasets": {"fashion_mnist": {"data": {"name": "fashion_mnist"},
                                                           "train": {"epoch": 3}}}}, "train.epoch"),
 }

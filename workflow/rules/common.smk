@@ -134,6 +134,11 @@ def check_config():
 check_config()
 
 
+def theory_args():
+    """Config key `theory` as options of `python -m theory bound` (its defaults where unset)."""
+    return " ".join(f"--{key} {shlex.quote(str(value))}" for key, value in sorted(config.get("theory", {}).items()))
+
+
 def set_args(cfg, prefix=""):
     """A nested config as shell-quoted ``--set key.path=<json>`` arguments."""
     args = []

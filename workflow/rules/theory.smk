@@ -11,10 +11,11 @@ rule theory_bound:
     params:
         tables=lambda wildcards, input: folder_of(input[0]),
         figure=lambda wildcards, output: os.path.splitext(output.png)[0],
+        assumptions=theory_args(),
     log:
         f"{LOGS}/theory_bound.log",
     conda:
         ENV
     shell:
         "python -m theory bound --tables {params.tables} --out {output.csv} --markdown {output.md}"
-        " --figure {params.figure} > {log} 2>&1"
+        " --figure {params.figure} {params.assumptions} > {log} 2>&1"
