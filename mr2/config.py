@@ -62,6 +62,7 @@ DEFAULTS: dict[str, Any] = {
         "eval_batch_size": 1024,
         "num_workers": 2,  # DataLoader workers for file-backed datasets
         "compile": False,  # torch.compile the model
+        "sync_bn": False,  # under torchrun: BatchNorm over the global batch (nn.SyncBatchNorm, CUDA only)
         "upsample_file": None,  # CSV of training indices to up-sample (JTT stage 2; see mr2.upsample)
         "upsample_factor": 1,  # each listed sample appears this many times per epoch (JTT's λ_up)
     },
@@ -78,6 +79,8 @@ CHOICES = {
 
 POSITIVE = [("train", "epochs"), ("train", "batch_size"), ("train", "lr"), ("train", "eval_batch_size")]
 NON_NEGATIVE = [("train", "weight_decay"), ("train", "warmup_epochs"), ("train", "min_lr"), ("train", "momentum")]
+BOOLEAN = [("train", "nesterov"), ("train", "flip"), ("train", "auto_augment"), ("train", "compile"),
+           ("train", "sync_bn")]
 # Sub-dicts whose keys are free-form (validated by their own factories).
 OPEN = {("model", "options"), ("method", "options"), ("tags",)}
 
@@ -156,6 +159,9 @@ def validate(cfg: dict) -> dict:
         value = _get(cfg, path)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
             raise ConfigError(f"config key {'.'.join(path)!r} must be >= 0, got {value!r}")
+    for path in BOOLEAN:
+        if not isinstance(_get(cfg, path), bool):
+            raise ConfigError(f"config key {'.'.join(path)!r} must be true or false, got {_get(cfg, path)!r}")
     if not isinstance(cfg["seed"], int):
         raise ConfigError(f"config key 'seed' must be an integer, got {cfg['seed']!r}")
     return cfg

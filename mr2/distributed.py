@@ -17,8 +17,9 @@ How a step of W processes equals one process seeing the whole batch B (b = B/W p
   batch (an all-reduce) and keeps the rank's own slice, W·∂L/∂φ_r; DDP averages parameter
   gradients over the W ranks, so every parameter receives ∂L/∂θ of the global loss.
   Parameters the loss owns are averaged by ``average_gradients``.
-- Not equal: BatchNorm normalises over the b samples of its rank (as in any DDP run without
-  SyncBatchNorm), and each rank augments its images with its own random stream.
+- Not equal: BatchNorm normalises over the b samples of its rank (as in any DDP run), unless
+  ``train.sync_bn`` converts it to ``nn.SyncBatchNorm`` (CUDA only; ``sync_batch_norm``), and
+  each rank augments its images with its own random stream.
 
 ``all_reduce_sum`` is the summing all-reduce that ``ClassStats(reduce=...)`` and
 ``build_loss(..., reduce=...)`` accept, for a loop that evaluates MR² per rank instead of
@@ -33,6 +34,8 @@ from typing import Iterable
 
 import torch
 import torch.distributed as dist
+
+from .config import ConfigError
 
 TORCHRUN_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 
@@ -77,6 +80,22 @@ def device_for(device: torch.device, world: World) -> torch.device:
         return device
     torch.cuda.set_device(world.local_rank)
     return torch.device("cuda", world.local_rank)
+
+
+def sync_batch_norm(model: torch.nn.Module, world: World, device: torch.device, enabled: bool) -> torch.nn.Module:
+    """``train.sync_bn``: BatchNorm layers that normalise over the global batch of all ranks.
+
+    ``nn.SyncBatchNorm`` has the same parameters and buffers as BatchNorm (checkpoints load
+    either way) and computes batch statistics across the process group in training mode. A
+    world of one, or ``enabled=False``, leaves the model unchanged. torch implements it for
+    GPUs only, so several CPU processes with ``sync_bn`` are an error, raised before training.
+    """
+    if not enabled or world.size == 1:
+        return model
+    if device.type != "cuda":
+        raise ConfigError(f"config key 'train.sync_bn': torch's SyncBatchNorm runs on CUDA devices only; "
+                          f"this run has {world.size} {device.type} processes (set train.sync_bn=false)")
+    return torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)
 
 
 def finish(world: World) -> None:

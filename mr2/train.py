@@ -138,7 +138,8 @@ class Runner:
             raise ConfigError(f"config key 'data.name' is {cfg['data']['name']!r} but {data_path} holds {info.name!r}")
         self.k = info.num_classes
         torch.manual_seed(cfg["seed"])
-        self.model = build_from_config(cfg["model"], self.k, info.input_shape).to(self.device)
+        self.model = build_from_config(cfg["model"], self.k, info.input_shape)
+        self.model = distributed.sync_batch_norm(self.model, self.world, self.device, tc["sync_bn"]).to(self.device)
         self.channels_last = uses_channels_last(self.device, info.input_shape)
         if self.channels_last:
             self.model = self.model.to(memory_format=torch.channels_last)

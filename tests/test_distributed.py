@@ -180,3 +180,26 @@ def test_torchrun_two_processes_train_like_one_and_write_once(tmp_path):
     assert len(a) == len(b) and not a.duplicated(["epoch", "class", "name"]).any()
     pd.testing.assert_frame_equal(a.drop(columns="value"), b.drop(columns="value"))
     assert (a["value"] - b["value"]).abs().max() < 1e-4 * (1 + b["value"].abs().max())
+
+
+def bn_net():
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU(),
+                               torch.nn.Flatten(), torch.nn.Linear(4, 2))
+
+
+def test_sync_bn_converts_batchnorm_for_several_cuda_processes_only():
+    two = distributed.World(rank=0, size=2)
+    net = bn_net()
+    keys = list(net.state_dict())
+    assert distributed.sync_batch_norm(net, distributed.World(), torch.device("cuda"), True) is net  # world of one
+    assert distributed.sync_batch_norm(net, two, torch.device("cuda"), False) is net  # option off
+    synced = distributed.sync_batch_norm(bn_net(), two, torch.device("cuda"), True)  # converting needs no GPU
+    assert isinstance(synced[1], torch.nn.SyncBatchNorm) and list(synced.state_dict()) == keys
+    with pytest.raises(ValueError, match="train.sync_bn"):
+        distributed.sync_batch_norm(bn_net(), two, torch.device("cpu"), True)
+
+
+def test_boolean_config_keys_reject_other_values():
+    bad = run_config.deep_merge(run_config.DEFAULTS, {"train": {"sync_bn": "yes"}})
+    with pytest.raises(ValueError, match="train.sync_bn.*true or false"):
+        run_config.validate(bad)
