@@ -229,3 +229,35 @@ def test_hand_written_backward_passes_pass_gradcheck(gen):
     y = torch.tensor([0, 4, 4, 2, 1, 0])
     scale = torch.tensor([0.5, 2.0, 2.0, 1.3, 0.9, 0.5], dtype=torch.float64)
     assert torch.autograd.gradcheck(lambda t: MarginCrossEntropy.apply(t, y, scale), (z,))
+
+
+def mr2_steps(method, k, b, d, steps=3, device="cpu"):
+    """Values, gradients and final state of a few MR² steps on fixed float64 data."""
+    g = torch.Generator().manual_seed(k + b)
+    loss = build_loss(method, k, d).double().to(device).train()
+    record = []
+    for _ in range(steps):
+        y = torch.randint(0, k, (b,), generator=g)
+        x = (torch.randn(b, d, generator=g, dtype=torch.float64) * 3 + 1).to(device).requires_grad_()
+        z = torch.randn(b, k, generator=g, dtype=torch.float64).to(device).requires_grad_()
+        out = loss(z, x, y.to(device))
+        out.total.backward()
+        x_grad = x.grad if x.grad is not None else torch.zeros_like(x)  # λ = 0: features get none
+        record.append((out.total.detach().cpu(), x_grad.cpu(), z.grad.cpu()))
+    return record, {key: v.cpu() for key, v in loss.state_dict().items()}
+
+
+def assert_same_steps(one, two):
+    for a, b in zip(one[0], two[0]):
+        for u, v in zip(a, b):
+            torch.testing.assert_close(u, v, rtol=1e-9, atol=1e-12)
+    for key in one[1]:
+        torch.testing.assert_close(one[1][key], two[1][key], rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("k,b", [(10, 64), (300, 128)])  # dense pairs and K slots; sparse pairs and B slots
+@pytest.mark.parametrize("method", ["mr2", "mr2_uniform", "mr2_no_rep"])
+def test_cpu_paths_equal_the_paths_cuda_takes(k, b, method, monkeypatch):
+    cpu = mr2_steps(method, k, b, 6)
+    monkeypatch.setattr(accel, "host_reads_are_free", lambda device: False)
+    assert_same_steps(cpu, mr2_steps(method, k, b, 6))
