@@ -3,8 +3,8 @@
 The loop computes the same MR² objective the way the authors' release is structured: a Python
 loop over the classes present in the batch for the statistics and for the representation term.
 The "rep. pairs" column says which evaluation of the representation term the vectorised loss
-chose (``mr2.losses.rep_margin``: sparse same-class pairs on the CPU when they are rare, the dense
-B×B Gram matrix otherwise and always on CUDA).
+chose (``mr2.losses.rep_margin.choose_pairs``: on the CPU sparse same-class pairs, per-class
+blocks or the dense B×B Gram matrix; on CUDA always dense).
 Prints a table; not a test. Usage: python benchmarks/bench_loss.py [--threads 2] [--repeats 15]
 """
 
@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 from mr2 import accel
 from mr2.losses import build_loss, logit_margin_cross_entropy
-from mr2.losses.rep_margin import count_same_class_pairs, sparse_pays_off
+from mr2.losses.rep_margin import choose_pairs
 from mr2.margins import optimal_margins
 
 
@@ -101,8 +101,8 @@ def main():
             loop_mr2(logits, feats, y, state, k).backward()
 
         t_ce, t_vec, t_loop = timeit((run_ce, run_vec, run_loop), device, args.repeats)
-        sparse = accel.host_reads_are_free(device) and sparse_pays_off(count_same_class_pairs(y), b, d)
-        print(f"| {device.type} | {k} | {b} | {d} | {'sparse' if sparse else 'dense'} | {t_ce:.2f} | {t_vec:.2f} | {t_loop:.2f} | {t_loop / t_vec:.1f}× |", flush=True)
+        path = choose_pairs(torch.bincount(y), d) if accel.host_reads_are_free(device) else "dense"
+        print(f"| {device.type} | {k} | {b} | {d} | {path} | {t_ce:.2f} | {t_vec:.2f} | {t_loop:.2f} | {t_loop / t_vec:.1f}× |", flush=True)
 
 
 if __name__ == "__main__":

@@ -174,10 +174,10 @@ from mr2.losses import rep_margin  # noqa: E402
 from mr2.losses.margin_ce import MarginCrossEntropy  # noqa: E402
 
 
-@pytest.mark.parametrize("pairs", ["dense", "sparse"])
+@pytest.mark.parametrize("pairs", ["dense", "sparse", "blocked"])
 @pytest.mark.parametrize("batch", BATCHES)
 @pytest.mark.parametrize("scale", [1e-4, 1.0, 1e4])
-def test_both_pair_paths_equal_the_reference(pairs, batch, scale, gen):
+def test_every_pair_path_equals_the_reference(pairs, batch, scale, gen):
     y = torch.tensor(BATCHES[batch])
     feats = (torch.randn(len(y), 5, generator=gen, dtype=torch.float64) * scale).requires_grad_()
     s_bar = torch.tensor(0.7 * scale**2, dtype=torch.float64)
@@ -198,22 +198,42 @@ def test_same_class_pairs_are_exactly_the_unordered_pairs(labels):
     got = sorted(zip(torch.minimum(i, j).tolist(), torch.maximum(i, j).tolist()))
     want = [(a, b) for a in range(len(y)) for b in range(a + 1, len(y)) if labels[a] == labels[b]]
     assert got == want
-    assert rep_margin.count_same_class_pairs(y) == len(want)
 
 
-def test_auto_takes_the_sparse_path_only_for_rare_pairs_on_the_cpu(monkeypatch, gen):
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=40))
+def test_class_blocks_list_each_class_once(labels):
+    y = torch.tensor(labels)
+    table = rep_margin.class_blocks(y)
+    rows = [sorted(i for i in row if i < len(y)) for row in table.tolist()]
+    want = [[i for i, c in enumerate(labels) if c == k] for k in sorted(set(labels))]
+    assert rows == want and table.shape[1] == max(len(r) for r in want)
+
+
+@pytest.mark.parametrize("counts,dim,path", [
+    ([1] * 500 + [6], 2048, "sparse"),   # K = 1000, B = 512: rare positives
+    ([51] * 10, 640, "blocked"),          # K = 10, B = 510: few large classes
+    ([51] * 10, 64, "blocked"),
+    ([13] * 10, 640, "sparse"),           # K = 10, B = 130: blocks too small for a matmul to pay
+    ([128], 64, "dense"),                 # one class: blocks cover every pair
+    ([3, 125], 64, "dense"),              # one class dominates
+])
+def test_choose_pairs_follows_the_measured_rule(counts, dim, path):
+    assert rep_margin.choose_pairs(torch.tensor(counts), dim) == path
+
+
+def test_auto_chooses_on_the_cpu_and_stays_dense_elsewhere(monkeypatch, gen):
     calls = []
-    real = rep_margin.same_class_pairs
-    monkeypatch.setattr(rep_margin, "same_class_pairs", lambda t: calls.append(len(t)) or real(t))
+    real = rep_margin.choose_pairs
+    monkeypatch.setattr(rep_margin, "choose_pairs", lambda counts, dim: calls.append(real(counts, dim)) or calls[-1])
     feats = torch.randn(64, 3, generator=gen)
-    many_classes, few_classes = torch.arange(64) % 60, torch.arange(64) % 2
+    many_classes, two_classes = torch.arange(64) % 60, torch.arange(64) % 2
     representation_margin_loss(feats, many_classes, torch.tensor(1.0))
-    assert calls == [64]
-    representation_margin_loss(feats, few_classes, torch.tensor(1.0))
-    assert calls == [64]  # 2 classes: half of all pairs are positives, the dense path is taken
+    representation_margin_loss(feats, two_classes, torch.tensor(1.0))
+    assert calls == ["sparse", "blocked"]
     monkeypatch.setattr(accel, "host_reads_are_free", lambda device: False)
     representation_margin_loss(feats, many_classes, torch.tensor(1.0))
-    assert calls == [64]  # never on a device where reading the count would synchronise
+    assert len(calls) == 2  # never asked on a device where reading the counts would synchronise
 
 
 def test_invalid_pair_path_is_named():
@@ -255,7 +275,8 @@ def assert_same_steps(one, two):
         torch.testing.assert_close(one[1][key], two[1][key], rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("k,b", [(10, 64), (300, 128)])  # dense pairs and K slots; sparse pairs and B slots
+# CPU (sparse pairs; blocks; sparse pairs) against CUDA's (dense pairs; K, K, B statistics slots)
+@pytest.mark.parametrize("k,b", [(10, 64), (4, 128), (300, 128)])
 @pytest.mark.parametrize("method", ["mr2", "mr2_uniform", "mr2_no_rep"])
 def test_cpu_paths_equal_the_paths_cuda_takes(k, b, method, monkeypatch):
     cpu = mr2_steps(method, k, b, 6)

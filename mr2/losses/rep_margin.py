@@ -8,19 +8,29 @@ from .. import accel
 from ..precision import upcast
 from ..stats import lp_sq_norm
 
-PAIRS = ("auto", "dense", "sparse")
+PAIRS = ("auto", "dense", "sparse", "blocked")
 
 
-def sparse_pays_off(num_pairs: int, batch: int, dim: int) -> bool:
-    """Whether the sparse path beats the dense one for ``num_pairs`` unordered positive pairs.
+def choose_pairs(class_counts: torch.Tensor, dim: int) -> str:
+    """The fastest exact evaluation on the CPU for a batch with these per-class counts n_k.
 
-    Measured on a 2-core CPU (table in BENCHMARKS.md): the dense Gram matmul is cheap per
-    pair, the sparse gathers are memory bound and slow down once the (pairs × D) differences
-    outgrow the caches. Sparse wins when positives are rare (2·pairs ≤ B²/32, e.g. K ≥ 40),
-    or moderately rare (≤ B²/8) with at most 2²² difference entries.
+    Measured on a 2-core CPU (BENCHMARKS.md), with U = Σ n_k(n_k − 1)/2 unordered positive
+    pairs, M = max n_k, S classes present and B samples: "sparse" costs memory traffic ∝ U·D,
+    "blocked" a batched matmul over S blocks of M rows (efficient only when M is not tiny), and
+    "dense" a B×B matmul. In that order: positives rare (2U ≤ B²/32, e.g. K ≥ 40) → sparse;
+    large blocks (M ≥ 24) covering fewer entries than B² → blocked; moderately rare positives
+    (2U ≤ B²/8) with at most 2²² difference entries (U·D) → sparse; otherwise dense.
     """
-    directed = 2 * num_pairs
-    return 32 * directed <= batch * batch or (8 * directed <= batch * batch and num_pairs * dim <= 2**22)
+    n = class_counts[class_counts > 0]
+    b, present, largest = int(n.sum()), int(n.numel()), int(n.max())
+    pairs = int((n * (n - 1)).sum()) // 2
+    if 64 * pairs <= b * b:
+        return "sparse"
+    if largest >= 24 and present * largest * largest < b * b:
+        return "blocked"
+    if 16 * pairs <= b * b and pairs * dim <= 2**22:
+        return "sparse"
+    return "dense"
 
 
 def pairwise_sq_dists(features: torch.Tensor) -> torch.Tensor:
@@ -46,31 +56,73 @@ def representation_margin_loss(
     no same-class partner contributes ln 1 = 0 but still counts in the average over the batch
     (the objective's 1/N). ``s_bar`` carries no gradient.
 
-    Two exact evaluations of the same sum (``pairs``):
+    Three exact evaluations of the same sum (``pairs``):
     - "dense": all B² distances from the Gram matrix, masked to the same-class pairs. Fixed
       shapes, no host synchronisation: the path taken on CUDA.
-    - "sparse": only the same-class pairs (``same_class_pairs``, whose sizes are read on the
-      host), each distance formed from the difference φ_i − φ_j. With many classes a batch
-      holds about B²/(2K) such pairs, so this is the fast path on CPU for large K.
-    - "auto": sparse where host reads are free (CPU) and ``sparse_pays_off``, dense otherwise.
+    - "sparse": only the same-class pairs (``same_class_pairs``), each distance formed from
+      the difference φ_i − φ_j. With many classes a batch holds about B²/(2K) such pairs.
+    - "blocked": one Gram matrix per class present, batched (``class_blocks``): with few,
+      large classes it computes about B²/K distances instead of B².
+    - "auto": ``choose_pairs`` where host reads are free (CPU), dense otherwise. The sparse and
+      blocked paths read label-dependent sizes on the host.
     """
     if pairs not in PAIRS:
         raise ValueError(f"representation_margin_loss: pairs must be one of {PAIRS}, got {pairs!r}")
     x = upcast(features)
     b = x.shape[0]
     offset = 2.0 * s_bar.detach().to(x.dtype)
-    if pairs == "auto":  # the pair count is read on the host only where that is free
-        sparse = accel.host_reads_are_free(x.device) and sparse_pays_off(count_same_class_pairs(targets), b, x.shape[1])
-        pairs = "sparse" if sparse else "dense"
+    if pairs == "auto":  # the class counts are read on the host only where that is free
+        pairs = choose_pairs(torch.bincount(targets), x.shape[1]) if accel.host_reads_are_free(x.device) else "dense"
     if pairs == "sparse":
         i, j = same_class_pairs(targets)
         d = PairSqDists.apply(x, i, j) - offset
         return log1p_sum_exp_rows(torch.cat([i, j]), torch.cat([d, d]), b).mean()
+    if pairs == "blocked":
+        table = class_blocks(targets)
+        valid = table < b
+        d = block_sq_dists(x, table) - offset
+        same = valid.unsqueeze(2) & valid.unsqueeze(1) & ~torch.eye(table.shape[1], dtype=torch.bool, device=x.device)
+        d = d.masked_fill(~same, float("-inf"))
+        row = torch.cat([torch.zeros(*d.shape[:2], 1, device=x.device, dtype=x.dtype), d], dim=2)
+        return torch.logsumexp(row, dim=2).masked_fill(~valid, 0.0).sum() / b
     same = targets.unsqueeze(0) == targets.unsqueeze(1)
     same.fill_diagonal_(False)
     d = (pairwise_sq_dists(x) - offset).masked_fill(~same, float("-inf"))
     row = torch.cat([torch.zeros(b, 1, device=x.device, dtype=x.dtype), d], dim=1)
     return torch.logsumexp(row, dim=1).mean()
+
+
+def class_blocks(targets: torch.Tensor) -> torch.Tensor:
+    """(S, M) table of sample indices, one row per class present, padded with B (M = largest class).
+
+    Sorting groups each class into a run; row r lists the samples of the r-th class present.
+    Sizes depend on the labels, so this reads the device on the host.
+    """
+    b = targets.shape[0]
+    order = targets.argsort(stable=True)
+    _, run = torch.unique_consecutive(targets[order], return_counts=True)
+    block = torch.arange(run.shape[0], device=targets.device).repeat_interleave(run)
+    slot = torch.arange(b, device=targets.device) - (run.cumsum(0) - run)[block]
+    table = torch.full((run.shape[0], int(run.max())), b, dtype=torch.long, device=targets.device)
+    table[block, slot] = order
+    return table
+
+
+def block_sq_dists(features: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """‖φ_i − φ_j‖² for every pair of samples in each row of ``table`` (entries ≥ B are padding,
+    whose distances are meaningless and must be masked), (S, M, M), from a batched Gram matrix
+    of the features centred on their block's mean.
+
+    The centre carries no gradient: distances do not depend on it, so the gradient is exact.
+    """
+    b, d = features.shape
+    s, m = table.shape
+    pad = (table >= b).unsqueeze(2)
+    x = features.index_select(0, table.clamp(max=b - 1).flatten()).view(s, m, d).masked_fill_(pad, 0.0)
+    n = (~pad).sum(1).clamp_min(1).to(x.dtype)
+    x = x.sub_((x.detach().sum(1) / n).unsqueeze(1))  # in place: one (S, M, D) buffer in all
+    sq = lp_sq_norm(x)
+    return (sq.unsqueeze(2) + sq.unsqueeze(1) - 2.0 * torch.bmm(x, x.transpose(1, 2))).clamp_min(0)
 
 
 class PairSqDists(torch.autograd.Function):
@@ -96,12 +148,6 @@ class PairSqDists(torch.autograd.Function):
         grad_x = torch.zeros(ctx.rows, diff.shape[1], dtype=diff.dtype, device=diff.device)
         grad_x.index_add_(0, i, g).index_add_(0, j, g, alpha=-1.0)
         return grad_x, None, None
-
-
-def count_same_class_pairs(targets: torch.Tensor) -> int:
-    """Σ_k n_k(n_k − 1)/2, the number of unordered same-class pairs of a batch (read on the host)."""
-    n = torch.bincount(targets)
-    return int((n * (n - 1)).sum()) // 2
 
 
 def same_class_pairs(targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
