@@ -92,15 +92,21 @@ def representation_margin_loss(
     return torch.logsumexp(row, dim=1).mean()
 
 
+def class_runs(targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(order, run): the batch's indices sorted by class (stable), and the length of each class's
+    run in that order, one per class present. ``run`` has a label-dependent size (host read)."""
+    order = targets.argsort(stable=True)
+    _, run = torch.unique_consecutive(targets[order], return_counts=True)
+    return order, run
+
+
 def class_blocks(targets: torch.Tensor) -> torch.Tensor:
     """(S, M) table of sample indices, one row per class present, padded with B (M = largest class).
 
-    Sorting groups each class into a run; row r lists the samples of the r-th class present.
-    Sizes depend on the labels, so this reads the device on the host.
+    Row r lists the samples of the r-th class present (``class_runs``).
     """
     b = targets.shape[0]
-    order = targets.argsort(stable=True)
-    _, run = torch.unique_consecutive(targets[order], return_counts=True)
+    order, run = class_runs(targets)
     block = torch.arange(run.shape[0], device=targets.device).repeat_interleave(run)
     slot = torch.arange(b, device=targets.device) - (run.cumsum(0) - run)[block]
     table = torch.full((run.shape[0], int(run.max())), b, dtype=torch.long, device=targets.device)
@@ -153,13 +159,11 @@ class PairSqDists(torch.autograd.Function):
 def same_class_pairs(targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Index vectors (i, j) of the unordered same-class pairs {i, j}, i ≠ j, of a batch.
 
-    O(B log B + pairs), with no B × B matrix: sorting groups each class into a run, and
-    sorted position q pairs with the later positions of its run. Sizes depend on the labels
-    (``repeat_interleave``, ``unique_consecutive``), so this reads the device on the host.
+    O(B log B + pairs), with no B × B matrix: in the batch sorted by class (``class_runs``),
+    position q pairs with the later positions of its run. Sizes depend on the labels.
     """
     b = targets.shape[0]
-    order = targets.argsort(stable=True)
-    _, run = torch.unique_consecutive(targets[order], return_counts=True)
+    order, run = class_runs(targets)
     pos = torch.arange(b, device=targets.device)
     later = run.cumsum(0).repeat_interleave(run) - pos - 1  # partners after position q in its run
     first = pos.repeat_interleave(later)
