@@ -1,0 +1,51 @@
+"""The shell scripts stay runnable: syntax, and the GPU check's tests and benchmark cases exist."""
+
+import importlib.util
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import REPO
+
+SCRIPTS = sorted((REPO / "scripts").glob("*.sh"))
+GPU_CHECK = (REPO / "scripts" / "gpu_check.sh").read_text()
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_script_syntax(script):
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+
+
+def test_gpu_check_names_existing_tests_that_hold_cuda_tests():
+    paths = re.findall(r"tests/test_\w+\.py", GPU_CHECK)
+    assert paths and all((REPO / p).is_file() for p in paths)
+    assert all("cuda" in (REPO / p).read_text() for p in paths)
+
+
+def bench_train():
+    spec = importlib.util.spec_from_file_location("bench_train", REPO / "benchmarks" / "bench_train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_check_benchmark_cases_select_what_they_say():
+    cases = bench_train().cases
+    cuda = torch.device("cuda")  # building the case list needs no GPU
+    filters = re.findall(r"--cases (\S+)", GPU_CHECK)
+    assert filters == ["device,mr2", "device,erm", "dataloader,off"]
+    mr2, erm, loader = (cases(cuda, f) for f in filters)
+    assert len(mr2) == 4 and {c[1] for c in mr2} == {"mr2"} and {c[0] for c in mr2} == {"device"}
+    assert {(c[2], c[3]) for c in mr2} == {("off", False), ("off", True), ("bf16", False), ("bf16", True)}
+    assert len(erm) == 4 and {c[1] for c in erm} == {"erm"}
+    assert loader == [("dataloader", "mr2", "off", False)]
+
+
+def test_loss_benchmark_skips_an_absent_device():
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    res = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_loss.py"), "--devices", "cuda", "--classes", "10",
+                          "--batch", "8", "--dims", "4", "--repeats", "1"], capture_output=True, text=True)
+    assert res.returncode == 0 and "| device |" in res.stdout and "| cpu |" not in res.stdout
