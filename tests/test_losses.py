@@ -245,6 +245,9 @@ def test_hand_written_backward_passes_pass_gradcheck(gen):
     x = torch.randn(9, 4, generator=gen, dtype=torch.float64, requires_grad=True)
     i, j = torch.tensor([0, 0, 3, 5, 8]), torch.tensor([1, 2, 4, 6, 7])
     assert torch.autograd.gradcheck(lambda t: rep_margin.PairSqDists.apply(t, i, j), (x,))
+    table = rep_margin.class_blocks(torch.tensor([0, 1, 0, 2, 1, 0, 0, 2, 3]))  # padded rows
+    real = (table < 9).unsqueeze(2) & (table < 9).unsqueeze(1)  # distances to padding are masked in use
+    assert torch.autograd.gradcheck(lambda t: rep_margin.BlockSqDists.apply(t, table).masked_fill(~real, 0.0), (x,))
     z = torch.randn(6, 5, generator=gen, dtype=torch.float64, requires_grad=True)
     y = torch.tensor([0, 4, 4, 2, 1, 0])
     scale = torch.tensor([0.5, 2.0, 2.0, 1.3, 0.9, 0.5], dtype=torch.float64)

@@ -116,19 +116,40 @@ def class_blocks(targets: torch.Tensor) -> torch.Tensor:
 
 def block_sq_dists(features: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     """‖φ_i − φ_j‖² for every pair of samples in each row of ``table`` (entries ≥ B are padding,
-    whose distances are meaningless and must be masked), (S, M, M), from a batched Gram matrix
-    of the features centred on their block's mean.
+    whose distances are meaningless and must be masked), (S, M, M) (``BlockSqDists``)."""
+    return BlockSqDists.apply(features, table)
 
-    The centre carries no gradient: distances do not depend on it, so the gradient is exact.
+
+class BlockSqDists(torch.autograd.Function):
+    """D[s, i, j] = ‖φ_{t(s,i)} − φ_{t(s,j)}‖² from a batched Gram matrix of each block's features
+    centred on the block's mean (exact for large-norm features); with G = ∂L/∂D + (∂L/∂D)ᵀ,
+    ∂L/∂φ_{t(s,i)} = 2 Σ_j G_ij (φ_{t(s,i)} − φ_{t(s,j)}) = 2 (Σ_j G_ij · c_i − (G c)_i) for the
+    centred features c (the centre cancels). Written out so that forward and backward allocate
+    one (S, M, D) buffer each (plus the (B, D) gradient), not one per elementary op.
     """
-    b, d = features.shape
-    s, m = table.shape
-    pad = (table >= b).unsqueeze(2)
-    x = features.index_select(0, table.clamp(max=b - 1).flatten()).view(s, m, d).masked_fill_(pad, 0.0)
-    n = (~pad).sum(1).clamp_min(1).to(x.dtype)
-    x = x.sub_((x.detach().sum(1) / n).unsqueeze(1))  # in place: one (S, M, D) buffer in all
-    sq = lp_sq_norm(x)
-    return (sq.unsqueeze(2) + sq.unsqueeze(1) - 2.0 * torch.bmm(x, x.transpose(1, 2))).clamp_min(0)
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+        b, d = x.shape
+        s, m = table.shape
+        pad = (table >= b).unsqueeze(2)
+        c = x.index_select(0, table.clamp(max=b - 1).flatten()).view(s, m, d).masked_fill_(pad, 0.0)
+        n = (~pad).sum(1).clamp_min(1).to(x.dtype)
+        c.sub_((c.sum(1) / n).unsqueeze(1)).masked_fill_(pad, 0.0)  # centred; padding rows stay 0
+        sq = lp_sq_norm(c)
+        ctx.save_for_backward(c, table)
+        ctx.rows = b
+        return (sq.unsqueeze(2) + sq.unsqueeze(1) - 2.0 * torch.bmm(c, c.transpose(1, 2))).clamp_min_(0)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        c, table = ctx.saved_tensors
+        g = grad + grad.transpose(1, 2)
+        gc = torch.bmm(g, c).mul_(-1.0).addcmul_(c, g.sum(2, keepdim=True)).mul_(2.0)
+        grad_x = torch.zeros(ctx.rows, c.shape[2], dtype=c.dtype, device=c.device)
+        # padding entries carry a zero gradient (their rows of c and g are 0): add them anywhere
+        grad_x.index_add_(0, table.clamp(max=ctx.rows - 1).flatten(), gc.view(-1, c.shape[2]))
+        return grad_x, None
 
 
 class PairSqDists(torch.autograd.Function):
