@@ -32,7 +32,7 @@ from ..precision import upcast
 from ..stats import class_moments, lp_sq_norm
 from .base import ClassLoss, LossOutput
 from .margin_ce import logit_margin_cross_entropy
-from .rep_margin import pairwise_sq_dists
+from .rep_margin import log1p_sum_exp, pairwise_sq_dists, same_class_mask
 
 #: the release's norm of the statistics, and the divisor of its rescaling factors.
 RELEASE_P = 5.0
@@ -61,12 +61,9 @@ def release_representation_term(features: torch.Tensor, targets: torch.Tensor, s
     partners]), per-class sums with ``index_add``.
     """
     x = upcast(features)
-    b, d = x.shape
+    d = x.shape[1]
     expo = (pairwise_sq_dists(x) - 2.0 * s_bar.detach().to(x.dtype)) / (RELEASE_SCALE * d)
-    same = targets.unsqueeze(0) == targets.unsqueeze(1)
-    same.fill_diagonal_(False)
-    row = torch.cat([x.new_zeros(b, 1), expo.masked_fill(~same, float("-inf"))], dim=1)
-    per_anchor = torch.logsumexp(row, dim=1)
+    per_anchor = log1p_sum_exp(expo, same_class_mask(targets))
     sums = x.new_zeros(num_classes).index_add(0, targets, per_anchor)
     n = x.new_zeros(num_classes).index_add(0, targets, torch.ones_like(per_anchor))
     per_class = torch.where(n >= 2, sums / n.clamp_min(1), torch.zeros_like(sums))

@@ -80,16 +80,22 @@ def representation_margin_loss(
     if pairs == "blocked":
         table = class_blocks(targets)
         valid = table < b
-        d = block_sq_dists(x, table) - offset
         same = valid.unsqueeze(2) & valid.unsqueeze(1) & ~torch.eye(table.shape[1], dtype=torch.bool, device=x.device)
-        d = d.masked_fill(~same, float("-inf"))
-        row = torch.cat([torch.zeros(*d.shape[:2], 1, device=x.device, dtype=x.dtype), d], dim=2)
-        return torch.logsumexp(row, dim=2).masked_fill(~valid, 0.0).sum() / b
+        return log1p_sum_exp(block_sq_dists(x, table) - offset, same).masked_fill(~valid, 0.0).sum() / b
+    return log1p_sum_exp(pairwise_sq_dists(x) - offset, same_class_mask(targets)).mean()
+
+
+def same_class_mask(targets: torch.Tensor) -> torch.Tensor:
+    """(B, B) boolean: y_i = y_j and i ≠ j (the positives of each anchor)."""
     same = targets.unsqueeze(0) == targets.unsqueeze(1)
-    same.fill_diagonal_(False)
-    d = (pairwise_sq_dists(x) - offset).masked_fill(~same, float("-inf"))
-    row = torch.cat([torch.zeros(b, 1, device=x.device, dtype=x.dtype), d], dim=1)
-    return torch.logsumexp(row, dim=1).mean()
+    return same.fill_diagonal_(False)
+
+
+def log1p_sum_exp(values: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    """ln(1 + Σ_{j: keep[..., j]} exp(values[..., j])) along the last dimension (0 where nothing is
+    kept): the log-sum-exp of the row [0, kept values], which never overflows."""
+    row = values.masked_fill(~keep, float("-inf"))
+    return torch.logsumexp(torch.cat([row.new_zeros(*row.shape[:-1], 1), row], dim=-1), dim=-1)
 
 
 def class_runs(targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
