@@ -46,7 +46,7 @@ under ``torch.no_grad`` and only in training mode: in ``eval()`` mode ``update``
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import torch
 from torch import nn
@@ -77,7 +77,8 @@ def class_moments(
     Returns (n, m, v, v2): counts n_k, class means m_k = (1/n_k)Σ φ(x), and mean squared
     deviations v_k = (1/n_k) Σ ‖φ(x) − m_k‖_p² and v2_k, the same in L2. Classes with
     n_k = 0 get zeros. Vectorised with ``index_add_``; no loop over classes. Two passes (means,
-    then deviations from them), so v_k is accurate also when ‖m_k‖ ≫ the spread.
+    then deviations from them), so v_k is accurate also when ‖m_k‖ ≫ the spread. Where host reads
+    are free (CPU) the second pass skips the samples alone in their class (deviation exactly 0).
 
     ``reduce`` (e.g. a summing all-reduce over data-parallel ranks) is applied to the
     per-class sums so that every rank obtains the moments of the global batch.
@@ -94,6 +95,10 @@ def class_moments(
         both = reduce(torch.cat([sums, n.unsqueeze(1)], dim=1))
         sums, n = both[:, :d], both[:, d]
     m = sums.div_(n.clamp_min(1).unsqueeze(1))
+    if accel.host_reads_are_free(features.device):  # a sample alone in its class deviates by exactly 0
+        paired = (n.index_select(0, targets) > 1).nonzero().squeeze(1)
+        if paired.shape[0] < targets.shape[0]:
+            features, targets = features.index_select(0, paired), targets.index_select(0, paired)
     diff = m.index_select(0, targets).sub_(features)  # m_y − φ(x); only its norms are used
     l2 = lp_sq_norm(diff, 2.0)
     dev = torch.stack([l2 if p == 2.0 else lp_sq_norm(diff, p), l2], dim=1)
@@ -140,15 +145,16 @@ class ClassStats(nn.Module):
         self.register_buffer("sq_dev_l2", torch.zeros(num_classes))
 
     @torch.no_grad()
-    def update(self, features: torch.Tensor, targets: torch.Tensor) -> None:
-        """Merge one batch into the running state (training mode only; see module docstring)."""
+    def update(self, features: torch.Tensor, targets: torch.Tensor, layout: ClassLayout | None = None) -> None:
+        """Merge one batch into the running state (training mode only; see module docstring).
+        ``layout``: the batch's ``class_layout`` where the caller already built it (CPU)."""
         if not self.training:
             return
         if features.shape[1] != self.feature_dim:
             raise ValueError(f"ClassStats: features have dim {features.shape[1]}, expected {self.feature_dim}")
         features = features.to(self.mean.dtype)
         if self.reduce is None:
-            slot, rows = batch_slots(targets, self.num_classes)
+            slot, rows = batch_slots(targets, self.num_classes, layout)
             n, m, v, v2 = class_moments(features, slot, rows.shape[0], self.p)
         else:  # data-parallel: every rank reduces the same K rows
             n, m, v, v2 = class_moments(features, targets, self.num_classes, self.p, self.reduce)
@@ -156,11 +162,11 @@ class ClassStats(nn.Module):
         self._merge(rows, n, m, v, v2)
 
     def _merge(self, rows: torch.Tensor, n: torch.Tensor, m: torch.Tensor, v: torch.Tensor, v2: torch.Tensor) -> None:
-        """Merge batch moments (n, m, v, v2)[s] into the state of class rows[s] (module docstring)."""
+        """Merge batch moments (n, m, v, v2)[s] into the state of class rows[s] (module docstring);
+        m, a temporary of the caller, is overwritten."""
+        # n = 0 (an empty slot) gives rate = max(0, 1 − β⁰) = 0: the class's state is kept
         rate = torch.maximum(n / (self.count[rows] + n).clamp_min(1), 1 - self.momentum**n)
-        rate = torch.where(n > 0, rate, torch.zeros_like(rate))
-        delta = self.mean.index_select(0, rows)
-        delta = torch.sub(m, delta, out=delta)  # m_k − μ̂_k, in the gathered rows' memory
+        delta = m.sub_(self.mean.index_select(0, rows))  # m_k − μ̂_k, in m's memory (a temporary)
         cross = rate * (1 - rate)
         shift_l2 = lp_sq_norm(delta, 2.0)
         shift_p = shift_l2 if self.p == 2.0 else lp_sq_norm(delta, self.p)
@@ -193,18 +199,36 @@ class ClassStats(nn.Module):
         return masked_mean(self.sq_dev_l2, self.seen)
 
 
-def batch_slots(targets: torch.Tensor, num_classes: int) -> tuple[torch.Tensor, torch.Tensor]:
+class ClassLayout(NamedTuple):
+    """The classes a batch holds: ``classes`` (the S classes present, ascending), ``slot`` (for each
+    sample, its class's index in ``classes``) and ``counts`` (n_k of each class present). Its sizes
+    depend on the labels, so it is read on the host: built only where that is free (CPU), once per
+    step, and shared by the statistics and the representation term."""
+
+    classes: torch.Tensor
+    slot: torch.Tensor
+    counts: torch.Tensor
+
+
+def class_layout(targets: torch.Tensor) -> ClassLayout:
+    """The ``ClassLayout`` of a batch's labels (one sort)."""
+    return ClassLayout(*torch.unique(targets, return_inverse=True, return_counts=True))
+
+
+def batch_slots(
+    targets: torch.Tensor, num_classes: int, layout: ClassLayout | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Rows ("slots") in which to summarise a batch per class: (slot of each sample, class of each slot).
 
     A step then costs O(min(B, K)·D), not O(K·D). Where host reads are free (CPU) the slots are
     exactly the classes present (``unique``). Elsewhere sizes must not depend on the labels:
     with B < K each class present takes the slot of its first sample, so slot s holds class
     targets[s] and the other slots stay empty (n = 0, which changes nothing); otherwise the
-    slots are the K classes.
+    slots are the K classes. ``layout``: the batch's ``class_layout``, where already built.
     """
     if accel.host_reads_are_free(targets.device):
-        rows, slot = torch.unique(targets, return_inverse=True)
-        return slot, rows
+        layout = class_layout(targets) if layout is None else layout
+        return layout.slot, layout.classes
     b = targets.shape[0]
     if b >= num_classes:
         return targets, torch.arange(num_classes, device=targets.device)

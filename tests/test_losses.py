@@ -244,7 +244,8 @@ def test_invalid_pair_path_is_named():
 def test_hand_written_backward_passes_pass_gradcheck(gen):
     x = torch.randn(9, 4, generator=gen, dtype=torch.float64, requires_grad=True)
     i, j = torch.tensor([0, 0, 3, 5, 8]), torch.tensor([1, 2, 4, 6, 7])
-    assert torch.autograd.gradcheck(lambda t: rep_margin.PairSqDists.apply(t, i, j), (x,))
+    offset = torch.tensor(1.5, dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda t: rep_margin.SparseRepMargin.apply(t, i, j, offset), (x,))
     table = rep_margin.class_blocks(torch.tensor([0, 1, 0, 2, 1, 0, 0, 2, 3]))  # padded rows
     real = (table < 9).unsqueeze(2) & (table < 9).unsqueeze(1)  # distances to padding are masked in use
     assert torch.autograd.gradcheck(lambda t: rep_margin.BlockSqDists.apply(t, table).masked_fill(~real, 0.0), (x,))
@@ -252,6 +253,17 @@ def test_hand_written_backward_passes_pass_gradcheck(gen):
     y = torch.tensor([0, 4, 4, 2, 1, 0])
     scale = torch.tensor([0.5, 2.0, 2.0, 1.3, 0.9, 0.5], dtype=torch.float64)
     assert torch.autograd.gradcheck(lambda t: MarginCrossEntropy.apply(t, y, scale), (z,))
+
+
+def test_margin_ce_backward_twice_through_a_retained_graph(gen):
+    """The first backward hands its buffer out as the gradient; a second one must recompute it."""
+    z = torch.randn(7, 4, generator=gen, requires_grad=True)
+    y, gamma = torch.tensor([0, 3, 3, 1, 2, 0, 1]), torch.tensor([0.7, 1.0, 1.2, 1.1])
+    loss = logit_margin_cross_entropy(z, y, gamma)
+    (first,) = torch.autograd.grad(loss, z, retain_graph=True)
+    (second,) = torch.autograd.grad(loss, z)
+    (ref,) = torch.autograd.grad(F.cross_entropy(z / gamma[y].unsqueeze(1), y), z)
+    assert torch.equal(first, second) and torch.allclose(first, ref, atol=1e-7)
 
 
 def mr2_steps(method, k, b, d, steps=3, device="cpu"):

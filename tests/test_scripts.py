@@ -49,3 +49,13 @@ def test_loss_benchmark_skips_an_absent_device():
     res = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_loss.py"), "--devices", "cuda", "--classes", "10",
                           "--batch", "8", "--dims", "4", "--repeats", "1"], capture_output=True, text=True)
     assert res.returncode == 0 and "| device |" in res.stdout and "| cpu |" not in res.stdout
+
+
+def test_loss_benchmark_across_processes_reports_the_ratio_range():
+    res = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_loss.py"), "--devices", "cpu", "--classes", "10",
+                          "--batch", "8", "--dims", "4", "--repeats", "1", "--processes", "2"], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    rows = [line for line in res.stdout.splitlines() if line.startswith("| cpu |")]
+    assert len(rows) == 1 and rows[0].startswith("| cpu | 10 | 8 | 4 |")
+    low, high = map(float, re.search(r"\((\d+\.\d)–(\d+\.\d)×\) \|$", rows[0]).groups())
+    assert low <= high and "2/2 done" in res.stderr

@@ -23,26 +23,36 @@ class MarginCrossEntropy(torch.autograd.Function):
     """(1/B) Σ_i −log softmax(z_i / t_i)_{y_i} for per-sample temperatures t_i = γ_{y_i}, with
     ∂/∂z_i = (softmax(z_i / t_i) − e_{y_i}) / (B t_i).
 
-    Written out so that a step allocates two (B, K) buffers (the probabilities, then the
-    gradient) instead of one per elementary op: on the CPU, fresh large buffers cost page
-    faults that are a large part of this cheap computation. With u = z/t − max(z/t):
-    −log softmax(z/t)_y = log Σ_k e^{u_k} − u_y, exact and free of overflow.
+    Written out so that a step allocates one (B, K) buffer instead of one per elementary op:
+    the forward's exponentials e^{u} (``shifted_exps``) become the gradient in place in the
+    backward. On the CPU, fresh large buffers cost page faults that are a large part of this
+    cheap computation. With u = (z − max z)/t: −log softmax(z/t)_y = log Σ_k e^{u_k} − u_y,
+    exact and free of overflow. A second backward through a retained graph, which finds the
+    buffer handed out, recomputes it from the saved logits.
     """
 
     @staticmethod
     def forward(ctx, logits: torch.Tensor, targets: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-        probs = logits / scale.unsqueeze(1)  # becomes u, then e^u, then softmax, in place
-        probs.sub_(probs.amax(dim=1, keepdim=True))
-        u_y = probs.gather(1, targets.unsqueeze(1)).squeeze(1)
-        total = probs.exp_().sum(dim=1)
-        probs.div_(total.unsqueeze(1))
-        ctx.save_for_backward(probs, targets, scale)
+        exps, u_y = shifted_exps(logits, targets, scale)
+        total = exps.sum(dim=1)
+        ctx.save_for_backward(logits, targets, scale, total)
+        ctx.exps = exps  # not saved_tensors: the backward consumes it in place
         return (total.log() - u_y).mean()
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        probs, targets, scale = ctx.saved_tensors
-        g = probs.clone()  # not in place: a retained graph may run backward again
-        g.scatter_add_(1, targets.unsqueeze(1), -torch.ones_like(scale, dtype=g.dtype).unsqueeze(1))
-        g.mul_((grad / probs.shape[0] / scale).unsqueeze(1))
+        logits, targets, scale, total = ctx.saved_tensors
+        exps = ctx.exps if ctx.exps is not None else shifted_exps(logits, targets, scale)[0]
+        ctx.exps = None
+        w = grad / logits.shape[0] / scale  # ∂/∂z_i = w_i (e^{u_i} / Σ e^{u_i} − e_{y_i})
+        g = exps.mul_((w / total).unsqueeze(1))
+        g.scatter_add_(1, targets.unsqueeze(1), -w.unsqueeze(1))
         return g, None, None
+
+
+def shifted_exps(logits: torch.Tensor, targets: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(e^{u}, u_y) for u = (z − max_k z_k)/t per row (every u ≤ 0): one fresh (B, K) buffer."""
+    inv = scale.reciprocal().unsqueeze(1)
+    u = torch.addcmul(logits.amax(dim=1, keepdim=True).mul_(inv).neg_(), logits, inv)
+    u_y = u.gather(1, targets.unsqueeze(1)).squeeze(1)
+    return u.exp_(), u_y

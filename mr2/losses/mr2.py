@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from ..margins import optimal_margins, uniform_margins
-from ..stats import ClassStats, impute_unseen
+from .. import accel
+from ..stats import ClassStats, class_layout, impute_unseen
 from .base import ClassLoss, LossOutput
 from .margin_ce import logit_margin_cross_entropy
 from .rep_margin import representation_margin_loss
@@ -74,12 +75,14 @@ class MR2Loss(ClassLoss):
         return self.stats.variability()
 
     def forward(self, logits: torch.Tensor, features: torch.Tensor, targets: torch.Tensor) -> LossOutput:
-        self.stats.update(features, targets)
+        # which classes the batch holds: read once on the CPU, shared by both parts
+        layout = class_layout(targets) if accel.host_reads_are_free(targets.device) else None
+        self.stats.update(features, targets, layout)
         gamma = self.margins()
         ce = logit_margin_cross_entropy(logits, targets, gamma)
         if self.lam > 0:
             s_bar = self.stats.s_bar()
-            rep = representation_margin_loss(features, targets, s_bar)
+            rep = representation_margin_loss(features, targets, s_bar, layout=layout)
             total = ce + self.lam * rep
         else:
             rep = torch.zeros((), device=ce.device)

@@ -6,7 +6,7 @@ import torch
 
 from .. import accel
 from ..precision import upcast
-from ..stats import lp_sq_norm
+from ..stats import ClassLayout, class_layout, lp_sq_norm
 
 PAIRS = ("auto", "dense", "sparse", "blocked")
 
@@ -46,7 +46,11 @@ def pairwise_sq_dists(features: torch.Tensor) -> torch.Tensor:
 
 
 def representation_margin_loss(
-    features: torch.Tensor, targets: torch.Tensor, s_bar: torch.Tensor, pairs: str = "auto"
+    features: torch.Tensor,
+    targets: torch.Tensor,
+    s_bar: torch.Tensor,
+    pairs: str = "auto",
+    layout: ClassLayout | None = None,
 ) -> torch.Tensor:
     """(1/B) Σ_i ℓ_s̄(x_i, y_i), with
     ℓ_s̄(x, y) = ln[ 1 + Σ_{x⁺ ∈ D_y \\ {x}} exp( ‖φ(x) − φ(x⁺)‖² − 2s̄ ) ].
@@ -65,20 +69,23 @@ def representation_margin_loss(
       large classes it computes about B²/K distances instead of B².
     - "auto": ``choose_pairs`` where host reads are free (CPU), dense otherwise. The sparse and
       blocked paths read label-dependent sizes on the host.
+    ``layout``: the batch's ``mr2.stats.class_layout``, where the caller already built it.
     """
     if pairs not in PAIRS:
         raise ValueError(f"representation_margin_loss: pairs must be one of {PAIRS}, got {pairs!r}")
     x = upcast(features)
     b = x.shape[0]
     offset = 2.0 * s_bar.detach().to(x.dtype)
-    if pairs == "auto":  # the class counts are read on the host only where that is free
-        pairs = choose_pairs(torch.bincount(targets), x.shape[1]) if accel.host_reads_are_free(x.device) else "dense"
+    if pairs == "auto" and not accel.host_reads_are_free(x.device):
+        pairs = "dense"  # the class counts are read on the host only where that is free
+    if pairs != "dense":
+        layout = class_layout(targets) if layout is None else layout
+        pairs = choose_pairs(layout.counts, x.shape[1]) if pairs == "auto" else pairs
     if pairs == "sparse":
-        i, j = same_class_pairs(targets)
-        d = PairSqDists.apply(x, i, j) - offset
-        return log1p_sum_exp_rows(torch.cat([i, j]), torch.cat([d, d]), b).mean()
+        i, j = same_class_pairs(targets, layout)
+        return SparseRepMargin.apply(x, i, j, offset)
     if pairs == "blocked":
-        table = class_blocks(targets)
+        table = class_blocks(targets, layout)
         valid = table < b
         same = valid.unsqueeze(2) & valid.unsqueeze(1) & ~torch.eye(table.shape[1], dtype=torch.bool, device=x.device)
         return log1p_sum_exp(block_sq_dists(x, table) - offset, same).masked_fill(~valid, 0.0).sum() / b
@@ -98,21 +105,20 @@ def log1p_sum_exp(values: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return torch.logsumexp(torch.cat([row.new_zeros(*row.shape[:-1], 1), row], dim=-1), dim=-1)
 
 
-def class_runs(targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def class_runs(targets: torch.Tensor, layout: ClassLayout | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(order, run): the batch's indices sorted by class (stable), and the length of each class's
-    run in that order, one per class present. ``run`` has a label-dependent size (host read)."""
-    order = targets.argsort(stable=True)
-    _, run = torch.unique_consecutive(targets[order], return_counts=True)
-    return order, run
+    run in that order, one per class present (the layout's counts: label-dependent, host read)."""
+    layout = class_layout(targets) if layout is None else layout
+    return targets.argsort(stable=True), layout.counts
 
 
-def class_blocks(targets: torch.Tensor) -> torch.Tensor:
+def class_blocks(targets: torch.Tensor, layout: ClassLayout | None = None) -> torch.Tensor:
     """(S, M) table of sample indices, one row per class present, padded with B (M = largest class).
 
     Row r lists the samples of the r-th class present (``class_runs``).
     """
     b = targets.shape[0]
-    order, run = class_runs(targets)
+    order, run = class_runs(targets, layout)
     block = torch.arange(run.shape[0], device=targets.device).repeat_interleave(run)
     slot = torch.arange(b, device=targets.device) - (run.cumsum(0) - run)[block]
     table = torch.full((run.shape[0], int(run.max())), b, dtype=torch.long, device=targets.device)
@@ -158,39 +164,45 @@ class BlockSqDists(torch.autograd.Function):
         return grad_x, None
 
 
-class PairSqDists(torch.autograd.Function):
-    """d_p = ‖φ_{i_p} − φ_{j_p}‖² for index vectors (i, j); ∂d_p/∂φ_{i_p} = 2(φ_{i_p} − φ_{j_p}) = −∂d_p/∂φ_{j_p}.
+class SparseRepMargin(torch.autograd.Function):
+    """(1/B) Σ_r ln(1 + Σ_{p ∋ r} exp(d_p − o)) over the unordered same-class pairs p = {i_p, j_p}
+    (index vectors i, j), with d_p = ‖φ_{i_p} − φ_{j_p}‖² and the offset o = 2s̄ (no gradient).
 
-    Written out so that forward and backward each allocate one buffer (the differences, then
-    the (B, D) gradient) instead of one per elementary op: on the CPU, fresh large buffers cost
-    page faults that dominate this small computation.
+    With L_r the anchor's term, ∂L/∂d_p = (1/B)(e^{d_p − o − L_{i_p}} + e^{d_p − o − L_{j_p}}) = w_p (each
+    exponent ≤ 0: a row's sum contains its own pairs) and ∂d_p/∂φ_{i_p} = 2(φ_{i_p} − φ_{j_p}) = −∂d_p/∂φ_{j_p}.
+    One node instead of a graph of gathers and scatters: forward and backward each allocate one
+    buffer of the pairs' differences or the (B, D) gradient, and a handful of length-P vectors.
     """
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
+    def forward(ctx, x: torch.Tensor, i: torch.Tensor, j: torch.Tensor, offset: torch.Tensor) -> torch.Tensor:
+        b = x.shape[0]
         diff = x.index_select(0, i)
         diff.sub_(x.index_select(0, j))
-        ctx.save_for_backward(diff, i, j)
-        ctx.rows = x.shape[0]
-        return lp_sq_norm(diff)
+        d = lp_sq_norm(diff).sub_(offset)
+        per = log1p_sum_exp_rows(torch.cat([i, j]), torch.cat([d, d]), b)
+        ctx.save_for_backward(diff, i, j, d, per)
+        return per.mean()
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        diff, i, j = ctx.saved_tensors
-        g = diff * (2.0 * grad).unsqueeze(1)
-        grad_x = torch.zeros(ctx.rows, diff.shape[1], dtype=diff.dtype, device=diff.device)
+        diff, i, j, d, per = ctx.saved_tensors
+        b = per.shape[0]
+        w = torch.exp(d - per[i]).add_(torch.exp(d - per[j])).mul_(2.0 * grad / b)
+        g = diff * w.unsqueeze(1)
+        grad_x = torch.zeros(b, diff.shape[1], dtype=diff.dtype, device=diff.device)
         grad_x.index_add_(0, i, g).index_add_(0, j, g, alpha=-1.0)
-        return grad_x, None, None
+        return grad_x, None, None, None
 
 
-def same_class_pairs(targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def same_class_pairs(targets: torch.Tensor, layout: ClassLayout | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Index vectors (i, j) of the unordered same-class pairs {i, j}, i ≠ j, of a batch.
 
     O(B log B + pairs), with no B × B matrix: in the batch sorted by class (``class_runs``),
     position q pairs with the later positions of its run. Sizes depend on the labels.
     """
     b = targets.shape[0]
-    order, run = class_runs(targets)
+    order, run = class_runs(targets, layout)
     pos = torch.arange(b, device=targets.device)
     later = run.cumsum(0).repeat_interleave(run) - pos - 1  # partners after position q in its run
     first = pos.repeat_interleave(later)
@@ -203,10 +215,10 @@ def log1p_sum_exp_rows(rows: torch.Tensor, values: torch.Tensor, num_rows: int) 
     """ln(1 + Σ_{e: rows[e] = r} exp(values[e])) for r = 0..num_rows−1 (0 for a row with no entry).
 
     The log-sum-exp of the row [0, values of r...] of a sparse matrix: each row's largest
-    exponent M_r = max(0, max values) is factored out (taken without gradient, which leaves the
-    gradient exact) so that nothing overflows.
+    exponent M_r = max(0, max values) is factored out so that nothing overflows (used inside
+    ``SparseRepMargin``, whose backward is written out).
     """
     zeros = torch.zeros(num_rows, device=values.device, dtype=values.dtype)
-    top = zeros.scatter_reduce(0, rows, values.detach(), "amax", include_self=True)
+    top = zeros.scatter_reduce(0, rows, values, "amax", include_self=True)
     total = torch.exp(-top).index_add(0, rows, torch.exp(values - top[rows]))
     return top + torch.log(total)
