@@ -33,7 +33,8 @@ a batch have n_k = 0, so r_k = 0 and their state is kept.
 
 Cost: a step summarises the batch in "slots" (``batch_slots``) — the classes present on the
 CPU, B fixed slots on CUDA when B < K — so it reads and writes O(min(B, K)·D) numbers, not the
-whole K×D state.
+whole K×D state; ‖μ̂_k‖_p² is kept per class and re-measured only for the rows a step writes, so
+reading a_k and the margins costs O(K).
 
 Unseen classes (c_k = 0): ``variability`` gives them the mean a of the seen classes, so
 their margin is the average one and they do not shift the others' share of the budget;
@@ -143,6 +144,11 @@ class ClassStats(nn.Module):
         self.register_buffer("mean", torch.zeros(num_classes, feature_dim))
         self.register_buffer("sq_dev", torch.zeros(num_classes))
         self.register_buffer("sq_dev_l2", torch.zeros(num_classes))
+        # ‖μ̂_k‖_p², kept in step with ``mean`` (the rows a step touches are re-measured), so that
+        # the margins cost O(K), not a pass over the K×D state; derived, hence not saved, and
+        # recomputed when a state dict is loaded
+        self.register_buffer("mean_norm", torch.zeros(num_classes), persistent=False)
+        self.register_load_state_dict_post_hook(lambda module, keys: module._measure_means())
 
     @torch.no_grad()
     def update(self, features: torch.Tensor, targets: torch.Tensor, layout: ClassLayout | None = None) -> None:
@@ -166,14 +172,24 @@ class ClassStats(nn.Module):
         m, a temporary of the caller, is overwritten."""
         # n = 0 (an empty slot) gives rate = max(0, 1 − β⁰) = 0: the class's state is kept
         rate = torch.maximum(n / (self.count[rows] + n).clamp_min(1), 1 - self.momentum**n)
-        delta = m.sub_(self.mean.index_select(0, rows))  # m_k − μ̂_k, in m's memory (a temporary)
+        rows_before = self.mean.index_select(0, rows)
+        delta = m.sub_(rows_before)  # m_k − μ̂_k, in m's memory (a temporary)
         cross = rate * (1 - rate)
         shift_l2 = lp_sq_norm(delta, 2.0)
         shift_p = shift_l2 if self.p == 2.0 else lp_sq_norm(delta, self.p)
         self.mean.index_add_(0, rows, delta.mul_(rate.unsqueeze(1)))
+        # the rows just written, re-read into the same buffer (all copies of a row repeated in
+        # ``rows`` read its final value)
+        rows_after = torch.index_select(self.mean, 0, rows, out=rows_before)
+        self.mean_norm.index_copy_(0, rows, lp_sq_norm(rows_after, self.p))
         self.sq_dev.index_add_(0, rows, rate * (v - self.sq_dev[rows]) + cross * shift_p)
         self.sq_dev_l2.index_add_(0, rows, rate * (v2 - self.sq_dev_l2[rows]) + cross * shift_l2)
         self.count.index_add_(0, rows, n)
+
+    @torch.no_grad()
+    def _measure_means(self) -> None:
+        """Recompute ‖μ̂_k‖_p² for every class from ``mean`` (after loading a state)."""
+        self.mean_norm.copy_(lp_sq_norm(self.mean, self.p))
 
     @property
     def seen(self) -> torch.Tensor:
@@ -182,7 +198,7 @@ class ClassStats(nn.Module):
 
     def mean_sq_norm(self) -> torch.Tensor:
         """‖μ̂_k‖_p², per class (0 for unseen classes)."""
-        return lp_sq_norm(self.mean, self.p)
+        return self.mean_norm
 
     def spread(self) -> torch.Tensor:
         """‖ŝ_k‖_p² = (1/n_k) Σ_{x∈D_k} ‖φ(x) − μ̂_k‖_p², per class (0 for unseen classes)."""

@@ -266,6 +266,24 @@ def test_margin_ce_backward_twice_through_a_retained_graph(gen):
     assert torch.equal(first, second) and torch.allclose(first, ref, atol=1e-7)
 
 
+def test_second_derivatives_of_the_hand_written_backwards_raise(gen):
+    """The written-out backward passes give first derivatives only: differentiating them again must
+    fail loudly, not return a silently incomplete second derivative."""
+    def second_derivative(value, x):
+        weight = torch.ones((), requires_grad=True)  # makes the gradient itself differentiable
+        (g,) = torch.autograd.grad(value, x, grad_outputs=weight, create_graph=True)
+        g.sum().backward()
+
+    z = torch.randn(6, 4, generator=gen, requires_grad=True)
+    y = torch.tensor([0, 1, 1, 2, 3, 0])
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        second_derivative(logit_margin_cross_entropy(z, y, torch.ones(4)), z)
+    x = torch.randn(6, 3, generator=gen, requires_grad=True)
+    for pairs in ("sparse", "blocked"):
+        with pytest.raises(RuntimeError, match="once_differentiable"):
+            second_derivative(representation_margin_loss(x, y, torch.tensor(0.5), pairs=pairs), x)
+
+
 def mr2_steps(method, k, b, d, steps=3, device="cpu"):
     """Values, gradients and final state of a few MR² steps on fixed float64 data."""
     g = torch.Generator().manual_seed(k + b)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from ..precision import upcast
 
@@ -40,6 +41,7 @@ class MarginCrossEntropy(torch.autograd.Function):
         return (total.log() - u_y).mean()
 
     @staticmethod
+    @once_differentiable  # first derivatives only: a double backward raises instead of being wrong
     def backward(ctx, grad: torch.Tensor):
         logits, targets, scale, total = ctx.saved_tensors
         exps = ctx.exps if ctx.exps is not None else shifted_exps(logits, targets, scale)[0]

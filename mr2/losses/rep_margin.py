@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from .. import accel
 from ..precision import upcast
@@ -154,6 +155,7 @@ class BlockSqDists(torch.autograd.Function):
         return (sq.unsqueeze(2) + sq.unsqueeze(1) - 2.0 * torch.bmm(c, c.transpose(1, 2))).clamp_min_(0)
 
     @staticmethod
+    @once_differentiable  # first derivatives only: a double backward raises instead of being wrong
     def backward(ctx, grad: torch.Tensor):
         c, table = ctx.saved_tensors
         g = grad + grad.transpose(1, 2)
@@ -185,6 +187,7 @@ class SparseRepMargin(torch.autograd.Function):
         return per.mean()
 
     @staticmethod
+    @once_differentiable  # first derivatives only: a double backward raises instead of being wrong
     def backward(ctx, grad: torch.Tensor):
         diff, i, j, d, per = ctx.saved_tensors
         b = per.shape[0]
