@@ -212,9 +212,13 @@ def test_class_blocks_list_each_class_once(labels):
 
 @pytest.mark.parametrize("counts,dim,path", [
     ([1] * 500 + [6], 2048, "sparse"),   # K = 1000, B = 512: rare positives
-    ([51] * 10, 640, "blocked"),          # K = 10, B = 510: few large classes
+    ([5] * 100 + [12], 2048, "sparse"),   # K = 100, B = 512: U ≈ 0.9 S·M
+    ([51] * 10, 640, "blocked"),          # K = 10, B = 510: U = 25 S·M
     ([51] * 10, 64, "blocked"),
-    ([13] * 10, 640, "sparse"),           # K = 10, B = 130: blocks too small for a matmul to pay
+    ([13] * 10, 2048, "blocked"),         # K = 10, B = 130: U = 6 S·M, wide features
+    ([13] * 10, 64, "sparse"),            # the same, narrow: gathering pairs is cheaper than small matmuls
+    ([17] * 30, 640, "blocked"),          # K = 30, B = 510: U = 8 S·M
+    ([25] * 19 + [35], 64, "blocked"),    # K = 20, B = 510: U = 9 S·M, blocked even with narrow features
     ([128], 64, "dense"),                 # one class: blocks cover every pair
     ([3, 125], 64, "dense"),              # one class dominates
 ])

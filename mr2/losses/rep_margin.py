@@ -16,22 +16,21 @@ def choose_pairs(class_counts: torch.Tensor, dim: int) -> str:
     """The fastest exact evaluation on the CPU for a batch with these per-class counts n_k.
 
     Measured on a 2-core CPU (BENCHMARKS.md), with U = Σ n_k(n_k − 1)/2 unordered positive
-    pairs, M = max n_k, S classes present and B samples: "sparse" costs memory traffic ∝ U·D,
-    "blocked" a batched matmul over S blocks of M rows (efficient only when M is not tiny), and
-    "dense" a B×B matmul. In that order: positives rare (2U ≤ B²/32, e.g. K ≥ 40) → sparse;
-    large blocks (M ≥ 24) covering fewer entries than B² → blocked; moderately rare positives
-    (2U ≤ B²/8) with at most 2²² difference entries (U·D) → sparse; otherwise dense.
+    pairs, S classes present, M = max n_k and B samples. "sparse" gathers two feature rows per
+    pair (traffic ∝ U·D); "blocked" gathers S·M rows (padding included) and multiplies them in
+    S small Gram matrices; "dense" one B×B Gram matrix. So: blocks covering as many entries as
+    the whole matrix (S·M² ≥ B², one class dominates) → dense; pairs outnumbering the gathered
+    rows eight to one, or four to one with wide features (D ≥ 640) → blocked; otherwise sparse.
     """
     n = class_counts[class_counts > 0]
     b, present, largest = int(n.sum()), int(n.numel()), int(n.max())
     pairs = int((n * (n - 1)).sum()) // 2
-    if 64 * pairs <= b * b:
-        return "sparse"
-    if largest >= 24 and present * largest * largest < b * b:
+    if present * largest * largest >= b * b:
+        return "dense"
+    rows = present * largest
+    if pairs >= 8 * rows or (pairs >= 4 * rows and dim >= 640):
         return "blocked"
-    if 16 * pairs <= b * b and pairs * dim <= 2**22:
-        return "sparse"
-    return "dense"
+    return "sparse"
 
 
 def pairwise_sq_dists(features: torch.Tensor) -> torch.Tensor:
