@@ -148,7 +148,7 @@ class ClassStats(nn.Module):
         # the margins cost O(K), not a pass over the K×D state; derived, hence not saved, and
         # recomputed when a state dict is loaded
         self.register_buffer("mean_norm", torch.zeros(num_classes), persistent=False)
-        self.register_load_state_dict_post_hook(lambda module, keys: module._measure_means())
+        self.register_load_state_dict_post_hook(ClassStats._after_load)  # a named function: picklable
 
     @torch.no_grad()
     def update(self, features: torch.Tensor, targets: torch.Tensor, layout: ClassLayout | None = None) -> None:
@@ -186,10 +186,11 @@ class ClassStats(nn.Module):
         self.sq_dev_l2.index_add_(0, rows, rate * (v2 - self.sq_dev_l2[rows]) + cross * shift_l2)
         self.count.index_add_(0, rows, n)
 
+    @staticmethod
     @torch.no_grad()
-    def _measure_means(self) -> None:
-        """Recompute ‖μ̂_k‖_p² for every class from ``mean`` (after loading a state)."""
-        self.mean_norm.copy_(lp_sq_norm(self.mean, self.p))
+    def _after_load(module: "ClassStats", incompatible_keys) -> None:
+        """Recompute ‖μ̂_k‖_p² for every class from the loaded ``mean``."""
+        module.mean_norm.copy_(lp_sq_norm(module.mean, module.p))
 
     @property
     def seen(self) -> torch.Tensor:

@@ -143,6 +143,9 @@ def test_state_is_in_buffers_and_round_trips(tmp_path, gen):
     other.load_state_dict(torch.load(tmp_path / "s.pt"))
     assert torch.equal(other.variability(), stats.variability())
     assert other.to(torch.float64).mean.dtype == torch.float64
+    torch.save(stats, tmp_path / "whole.pt")  # the whole module pickles (its load hook is a named function)
+    whole = torch.load(tmp_path / "whole.pt", weights_only=False)
+    assert torch.equal(whole.variability(), stats.variability())
 
 
 def test_lp_norm_matches_torch():
