@@ -54,7 +54,8 @@ class MarginCrossEntropy(torch.autograd.Function):
 
 def shifted_exps(logits: torch.Tensor, targets: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(e^{u}, u_y) for u = (z − max_k z_k)/t per row (every u ≤ 0): one fresh (B, K) buffer."""
-    inv = scale.reciprocal().unsqueeze(1)
-    u = torch.addcmul(logits.amax(dim=1, keepdim=True).mul_(inv).neg_(), logits, inv)
+    # subtract, then scale in place: two vectorised passes, several times faster on the CPU than
+    # one broadcasting addcmul
+    u = logits.sub(logits.amax(dim=1, keepdim=True)).mul_(scale.reciprocal().unsqueeze(1))
     u_y = u.gather(1, targets.unsqueeze(1)).squeeze(1)
     return u.exp_(), u_y

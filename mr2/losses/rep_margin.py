@@ -22,9 +22,9 @@ def choose_pairs(class_counts: torch.Tensor, dim: int) -> str:
     the whole matrix (S·M² ≥ B², one class dominates) → dense; pairs outnumbering the gathered
     rows eight to one, or four to one with wide features (D ≥ 640) → blocked; otherwise sparse.
     """
-    n = class_counts[class_counts > 0]
-    b, present, largest = int(n.sum()), int(n.numel()), int(n.max())
-    pairs = int((n * (n - 1)).sum()) // 2
+    n = [c for c in class_counts.tolist() if c > 0]  # one host read; a few hundred ints at most
+    b, present, largest = sum(n), len(n), max(n)
+    pairs = sum(c * (c - 1) for c in n) // 2
     if present * largest * largest >= b * b:
         return "dense"
     rows = present * largest
