@@ -221,6 +221,8 @@ def test_class_blocks_list_each_class_once(labels):
     ([25] * 19 + [35], 64, "blocked"),    # K = 20, B = 510: U = 9 S·M, blocked even with narrow features
     ([128], 64, "dense"),                 # one class: blocks cover every pair
     ([3, 125], 64, "dense"),              # one class dominates
+    ([0, 3, 0, 0, 125], 64, "dense"),     # absent classes (a bincount's zeros) are not classes present
+    ([0] * 90 + [51] * 10, 640, "blocked"),  # counted as classes, these would make it "dense"
 ])
 def test_choose_pairs_follows_the_measured_rule(counts, dim, path):
     assert rep_margin.choose_pairs(torch.tensor(counts), dim) == path
