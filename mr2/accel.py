@@ -11,9 +11,10 @@ Host-device synchronisation in a training step (audited; see ``tests/test_speed.
 MR² loss, its class statistics and the cross-entropy use no ``.item()``, no ``nonzero`` and
 no boolean-mask indexing on CUDA. On the CPU, where host reads are free (``host_reads_are_free``),
 the loss does read label-dependent sizes: it reads the classes present once per step
-(``mr2.stats.class_layout``, a ``unique``), merges the statistics for those classes, and the
-representation term may enumerate its same-class pairs or blocks (``repeat_interleave``). The engine reads its per-epoch sums with ``.item()`` once, at the end of
-the epoch. Known exceptions, outside the MR² path: AutoAugment (``train.auto_augment``)
+(``mr2.stats.class_layout``, a ``unique``), merges the statistics for those classes, skips the
+samples alone in their class when measuring deviations (a ``nonzero``), and the representation
+term may enumerate its same-class pairs or blocks (``repeat_interleave``). The engine reads its
+per-epoch sums with ``.item()`` once, at the end of the epoch. Known exceptions, outside the MR² path: AutoAugment (``train.auto_augment``)
 groups images by operation on the host; ``center`` uses ``bincount`` (a sync on CUDA);
 ``fairdro`` tests ``seen.any()`` on the host; AdamW without ``fused`` reads its step count.
 """
