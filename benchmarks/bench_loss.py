@@ -30,6 +30,12 @@ from mr2.losses.rep_margin import choose_pairs
 from mr2.margins import optimal_margins
 
 
+def print_header(ratio: str) -> None:
+    """The table's header, shared by the one-process and the across-processes tables."""
+    print(f"| device | K | B | D | rep. pairs | CE | MR² (vectorised) | MR² (per-class loop) | {ratio} |")
+    print("|" + "---|" * 9)
+
+
 def loop_mr2(logits, feats, y, state, k, lam=0.1, momentum=0.99):
     """Same objective, one class at a time (the release's structure)."""
     with torch.no_grad():
@@ -118,8 +124,7 @@ def across_processes(args) -> None:
         out = subprocess.run(child, check=True, capture_output=True, text=True).stdout
         runs.append([json.loads(line) for line in out.splitlines() if line.startswith("{")])
         print(f"process {r + 1}/{args.processes} done", file=sys.stderr, flush=True)
-    print(f"| device | K | B | D | rep. pairs | CE | MR² (vectorised) | MR² (per-class loop) | loop / vectorised, median (min–max of {args.processes} processes) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print_header(f"loop / vectorised, median (min–max of {args.processes} processes)")
     for cells in zip(*runs):
         c = cells[0]
         med = {key: statistics.median(x[key] for x in cells) for key in ("ce", "vec", "loop")}
@@ -145,8 +150,7 @@ def main():
         return across_processes(args)
     if not args.json:
         print(f"torch {torch.__version__}, threads {args.threads}; times are medians of {args.repeats} interleaved rounds, ms per forward+backward")
-        print("| device | K | B | D | rep. pairs | CE | MR² (vectorised) | MR² (per-class loop) | loop / vectorised |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print_header("loop / vectorised")
     measure(args)
 
 
