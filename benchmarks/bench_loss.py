@@ -3,7 +3,7 @@
 The loop computes the same MR² objective the way the authors' release is structured: a Python
 loop over the classes present in the batch for the statistics and for the representation term.
 The "rep. pairs" column says which evaluation of the representation term the vectorised loss
-chose (``mr2.losses.rep_margin.choose_pairs``: on the CPU sparse same-class pairs, per-class
+chose (``mr2.method.losses.rep_margin.choose_pairs``: on the CPU sparse same-class pairs, per-class
 blocks or the dense B×B Gram matrix; on CUDA always dense).
 Prints a table; not a test. Usage: python benchmarks/bench_loss.py [--threads 2] [--repeats 15]
 [--processes N]. With N > 1 the grid is measured in N fresh processes, one after the other, and
@@ -24,10 +24,10 @@ import time
 import torch
 import torch.nn.functional as F
 
-from mr2 import accel
-from mr2.losses import build_loss, logit_margin_cross_entropy
-from mr2.losses.rep_margin import choose_pairs
-from mr2.margins import optimal_margins
+from mr2.method import hostsync
+from mr2.method.losses import build_loss, logit_margin_cross_entropy
+from mr2.method.losses.rep_margin import choose_pairs
+from mr2.method.margins import optimal_margins
 
 
 def print_header(ratio: str) -> None:
@@ -104,7 +104,7 @@ def measure(args) -> list[dict]:
             loop_mr2(logits, feats, y, state, k).backward()
 
         t_ce, t_vec, t_loop = timeit((run_ce, run_vec, run_loop), device, args.repeats)
-        path = choose_pairs(torch.bincount(y), d) if accel.host_reads_are_free(device) else "dense"
+        path = choose_pairs(torch.bincount(y), d) if hostsync.host_reads_are_free(device) else "dense"
         cell = {"device": device.type, "K": k, "B": b, "D": d, "path": path, "ce": t_ce, "vec": t_vec, "loop": t_loop}
         cells.append(cell)
         if args.json:

@@ -19,7 +19,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from mr2.models import build_model
+from mr2.engine.models import build_model
 
 CASES = {"small_cnn": (1, 28, 28), "resnet32": (3, 32, 32)}
 

@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import mr2.train as engine
-from mr2 import config as run_config
-from mr2.data import DatasetInfo, PreparedData, TensorSplit, load_prepared
+import mr2.engine.train as engine
+from mr2.engine import config as run_config
+from mr2.engine.data import DatasetInfo, PreparedData, TensorSplit, load_prepared
 
 FULL_EPOCH = 50_000
 CIFAR_MEAN, CIFAR_STD = (0.507, 0.487, 0.441), (0.267, 0.256, 0.276)

@@ -1,4 +1,15 @@
 """mr2: a reproducible replication of MR² (Margin Regularization for performance disparity
-Reduction, ICLR 2026). See PAPER.md in the docs and README.md for the map from equations to code."""
+Reduction, ICLR 2026).
+
+Layers, bottom to top (imports only go downward; ``tests/test_layers.py`` enforces it):
+
+- ``mr2.common``: atomic file output, YAML, the identity of a run (standard library and YAML);
+- ``mr2.method``: the paper's statistics, margins and losses (torch);
+- ``mr2.engine``: configs, data, models, training and evaluation (imports the method);
+- ``mr2.results``: tables, figures, premise analysis, report (pandas; no torch);
+- ``mr2.cli``: the command line ``python -m mr2 <step>`` over the engine and the results.
+
+``theory/`` stands beside them. ``docs/method.md`` maps every symbol of the paper to the code.
+"""
 
 __version__ = "0.1.0"

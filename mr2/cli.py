@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import config as config_mod
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,13 +75,15 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         if args.step == "prepare":
-            from .data import prepare_dataset
+            from .engine import config as config_mod
+            from .engine.data import prepare_dataset
 
             cfg = config_mod.resolve(args.config, args.set)
             summary = prepare_dataset(cfg["data"], args.out)
             print(f"[prepare] {args.out}: {summary}")
         elif args.step == "train":
-            from .train import train
+            from .engine import config as config_mod
+            from .engine.train import train
 
             sets = list(args.set)
             if args.threads is not None:
@@ -92,12 +93,12 @@ def main(argv: list[str] | None = None) -> int:
             cfg = config_mod.resolve(args.config, sets)
             train(cfg, args.data, args.out)
         elif args.step == "evaluate":
-            from .evaluate import evaluate
+            from .engine.evaluate import evaluate
 
             m = evaluate(args.run, args.data, args.out, device=args.device, threads=args.threads)
             print(f"[evaluate] {args.out}: top1={m['top1']:.4f} worst_class_acc={m['worst_class_acc']:.4f}")
         elif args.step == "errors":
-            from .jtt import error_set
+            from .engine.jtt import error_set
 
             table = error_set(args.run, args.data, args.out, device=args.device, threads=args.threads)
             print(f"[errors] {args.out}: {len(table)} misclassified training samples")
@@ -113,11 +114,16 @@ def results_step(args) -> None:
     """aggregate | table | figures | report: the results layer, reading only tidy tables."""
     from pathlib import Path
 
-    from . import results
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+
+    from .results import tables as results
+    from .results.groups import difficulty_table
 
     if args.step == "aggregate":
         tables = results.aggregate(args.runs)
-        tables["groups"] = results.difficulty_table(tables["per_class"], reference=args.reference)
+        tables["groups"] = difficulty_table(tables["per_class"], reference=args.reference)
         results.write_tables(tables, args.out)
         print(f"[aggregate] {len(args.runs)} runs -> {args.out}")
     elif args.step == "table":
@@ -127,20 +133,20 @@ def results_step(args) -> None:
                                     reference=args.reference)
         print(f"[table] {len(table)} rows -> {args.tables}/results.md")
     elif args.step == "figures":
-        from .figures import make_figures
+        from .results.figures import make_figures
 
         t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
         made = make_figures(t, t["groups"], args.out, reference=args.reference, sweep_method=args.sweep_method)
         print(f"[figures] {len(made)} figures -> {args.out}")
     elif args.step == "analysis":
-        from .analysis import write_analysis
+        from .results.premise_figures import write_analysis
 
         t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
         made = write_analysis(t, args.out, reference=args.reference, method=args.method)
         print(f"[analysis] {len(made['correlations'])} correlations -> {args.out}")
     else:
-        from .config import load_yaml
-        from .report import write_report
+        from .common.io import load_yaml
+        from .results.report import write_report
 
         t = results.read_tables(args.tables, ("per_class", "runs", "groups"))
         out = Path(args.out)
@@ -151,7 +157,3 @@ def results_step(args) -> None:
         write_report(t, md, figures, out, args.captions, config, reference=args.reference, analysis=args.analysis,
                      sections=sections)
         print(f"[report] {out}")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -15,10 +15,10 @@ def gen():
 
 @pytest.fixture
 def sync_free_paths(monkeypatch):
-    """Take the code paths a CUDA device takes: host reads are not free (``mr2.accel``)."""
-    from mr2 import accel
+    """Take the code paths a CUDA device takes: host reads are not free (``mr2.method.hostsync``)."""
+    from mr2.method import hostsync
 
-    monkeypatch.setattr(accel, "host_reads_are_free", lambda device: False)
+    monkeypatch.setattr(hostsync, "host_reads_are_free", lambda device: False)
 
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]

@@ -2,7 +2,7 @@
 
 ERM's per-class accuracy (mean over seeds) is BASE[c]; its ranking is known, so the hard
 third is HARD etc. Every method adds a known per-class effect; seeds add noise.
-``write_run`` writes one run directory in the exact file formats of mr2.train and mr2.evaluate.
+``write_run`` writes one run directory in the exact file formats of mr2.engine.train and mr2.engine.evaluate.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from mr2.io import save_csv
+from mr2.common.io import save_csv
 
 K = 9
 SEEDS = (0, 1, 2)
@@ -22,6 +22,20 @@ METHODS = ("erm", "mr2", "mr2_uniform", "mr2_no_rep")
 BASE = np.array([0.62, 0.91, 0.40, 0.75, 0.55, 0.88, 0.33, 0.70, 0.95])
 HARD, MEDIUM, EASY = {6, 2, 4}, {0, 7, 3}, {5, 1, 8}
 EFFECT = {"erm": 0.0, "mr2": 0.04, "mr2_uniform": 0.02, "mr2_no_rep": -0.01}
+#: the options training writes into an MR² run's resolved config (the factory's defaults)
+MR2_OPTIONS = {"c_bar": 1.0, "lam": 0.1, "p": 2.0, "momentum": 0.99, "statistic": "a"}
+
+
+def resolved_config(method: str, variant: str) -> dict:
+    """``tags`` and ``method.options`` of a run's resolved config, as the pipeline and training write
+    them: every option of an MR² method filled in, a sweep variant "option=value" tagged with its option."""
+    options = dict(MR2_OPTIONS) if method.startswith("mr2") else {}
+    tags = {"variant": variant}
+    if "=" in variant:
+        option, value = variant.split("=", 1)
+        options[option] = value if option == "statistic" else float(value)
+        tags["sweep"] = option
+    return {"tags": tags, "options": options}
 
 
 def effect(method: str, variant: str, c: int) -> float:
@@ -49,8 +63,10 @@ def tables(datasets=("toy",), methods=METHODS, seeds=SEEDS, sweeps=(), epochs=4,
             per_class.append({"dataset": d, "method": m, "variant": v, "seed": s, "class": c,
                               "class_name": f"c{c}", "n_test": 100, "accuracy": acc[c], "gamma": a[c] ** (1 / 3),
                               "mean_sq_norm": 1.0, "spread": a[c] - 1.0, "a": a[c], "n_train": 500})
+        cfg = resolved_config(m, v)
         runs.append({"dataset": d, "method": m, "variant": v, "seed": s, "top1": acc.mean(),
-                     "worst_class_acc": acc.min()})
+                     "worst_class_acc": acc.min(), "config.tags.sweep": cfg["tags"].get("sweep"),
+                     **{f"config.method.options.{k}": x for k, x in cfg["options"].items()}})
         for e in range(1, epochs + 1):
             log.append({"dataset": d, "method": m, "variant": v, "seed": s, "epoch": e, "class": pd.NA,
                         "name": "train_loss", "value": 2.0 / e})
@@ -66,11 +82,12 @@ def tables(datasets=("toy",), methods=METHODS, seeds=SEEDS, sweeps=(), epochs=4,
 
 # ----------------------------------------------------------------------------- a fake run tree
 def write_run(root, dataset, method, variant, seed, k=4, dataset_key=None, epochs=2):
-    """A run directory in the exact formats of mr2.train and mr2.evaluate."""
+    """A run directory in the exact formats of mr2.engine.train and mr2.engine.evaluate."""
     run = root / "runs" / (dataset_key or dataset) / method / variant / f"seed{seed}"
-    cfg = {"seed": seed, "device": "cpu", "tags": {"variant": variant, **({"dataset_key": dataset_key} if dataset_key else {})},
+    resolved = resolved_config(method, variant)
+    cfg = {"seed": seed, "device": "cpu", "tags": {**resolved["tags"], **({"dataset_key": dataset_key} if dataset_key else {})},
            "data": {"name": dataset, "train_cap": None}, "model": {"name": "small_cnn", "options": {}},
-           "method": {"name": method, "options": {"c_bar": 0.5} if variant == "c_bar=0.5" else {}},
+           "method": {"name": method, "options": resolved["options"]},
            "train": {"epochs": epochs, "lr": 0.05}}
     run.mkdir(parents=True)
     (run / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))

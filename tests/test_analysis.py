@@ -1,4 +1,4 @@
-"""The premise analysis (mr2/analysis.py): Spearman against scipy, seed intervals, a_k's
+"""The premise analysis (mr2/results/premise_*.py): Spearman against scipy, seed intervals, a_k's
 decomposition, the links on synthetic tables with a known answer and on the smoke outputs, the
 exploratory MR² option (γ from the spread alone) and its pipeline cells."""
 
@@ -15,12 +15,13 @@ from scipy import stats
 
 import results_data as rd
 from conftest import copy_pipeline, run_snakemake
-from mr2 import analysis
-from mr2.__main__ import main
-from mr2.figures import plot_sweeps, sweep_table
-from mr2.losses import MR2Loss, build_loss, resolve_options
-from mr2.margins import optimal_margins
-from mr2.results import difficulty_table, write_tables
+from mr2.results import premise_figures, premise_tables, premise_text, statistics
+from mr2.cli import main
+from mr2.results.figures import plot_sweeps, sweep_table
+from mr2.method.losses import MR2Loss, build_loss, resolve_options
+from mr2.method.margins import optimal_margins
+from mr2.results.groups import difficulty_table
+from mr2.results.tables import write_tables
 
 
 # ----------------------------------------------------------------------------- Spearman
@@ -28,7 +29,7 @@ from mr2.results import difficulty_table, write_tables
 @given(st.lists(st.tuples(st.integers(-3, 3), st.floats(-5, 5, allow_nan=False)), min_size=3, max_size=25))
 def test_spearman_matches_scipy_with_ties(pairs):
     x, y = (np.array(v, dtype=float) for v in zip(*pairs))
-    ours = analysis.spearman(x, y)
+    ours = statistics.spearman(x, y)
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         assert math.isnan(ours)
     else:
@@ -41,7 +42,7 @@ def test_grouped_spearman_matches_scipy_per_group():
                           "y": rng.normal(size=36)})
     frame.loc[frame["g"] == "b", "y"] = -frame.loc[frame["g"] == "b", "x"] ** 3  # perfect, with ties
     frame.loc[3, "y"] = np.nan  # non-finite pairs are left out
-    out = analysis.grouped_spearman(frame, ["g"], "x", "y").set_index("g")
+    out = statistics.grouped_spearman(frame, ["g"], "x", "y").set_index("g")
     for g, part in frame.dropna().groupby("g"):
         assert out.loc[g, "rho"] == pytest.approx(stats.spearmanr(part["x"], part["y"]).statistic, abs=1e-12)
         assert out.loc[g, "n"] == len(part)
@@ -49,23 +50,23 @@ def test_grouped_spearman_matches_scipy_per_group():
 
 
 def test_spearman_is_undefined_for_constant_or_tiny_inputs():
-    assert math.isnan(analysis.spearman([1, 2, 3, 4], [1.0, 1.0, 1.0, 1.0]))  # ERM's γ ≡ 1
-    assert math.isnan(analysis.spearman([1, 2], [2, 1]))
-    assert math.isnan(analysis.spearman([1, np.nan, 3, np.inf], [1, 2, 3, 4]))  # two finite pairs left
+    assert math.isnan(statistics.spearman([1, 2, 3, 4], [1.0, 1.0, 1.0, 1.0]))  # ERM's γ ≡ 1
+    assert math.isnan(statistics.spearman([1, 2], [2, 1]))
+    assert math.isnan(statistics.spearman([1, np.nan, 3, np.inf], [1, 2, 3, 4]))  # two finite pairs left
     frame = pd.DataFrame({"g": [0, 0, 0, 1, 1, 1], "x": [1, 2, 3, 1, 2, 3], "y": [np.nan] * 3 + [3, 2, 1]})
-    out = analysis.grouped_spearman(frame, ["g"], "x", "y")
+    out = statistics.grouped_spearman(frame, ["g"], "x", "y")
     assert out["n"].tolist() == [0, 3] and math.isnan(out["rho"][0]) and out["rho"][1] == pytest.approx(-1)
 
 
 def test_seed_interval_is_a_clipped_t_interval():
     v = [0.2, 0.5, 0.6, np.nan]
-    iv = analysis.seed_interval(v)
+    iv = statistics.seed_interval(v)
     half = stats.t.ppf(0.975, 2) * np.std([0.2, 0.5, 0.6], ddof=1) / math.sqrt(3)
     assert iv["n"] == 3 and iv["mean"] == pytest.approx(13 / 30)
     assert (iv["lo"], iv["hi"]) == pytest.approx((13 / 30 - half, 13 / 30 + half))
-    wide = analysis.seed_interval([0.9, -0.9])
+    wide = statistics.seed_interval([0.9, -0.9])
     assert (wide["lo"], wide["hi"]) == (-1.0, 1.0)
-    one = analysis.seed_interval([0.4])
+    one = statistics.seed_interval([0.4])
     assert one["mean"] == 0.4 and math.isnan(one["lo"]) and math.isnan(one["hi"])
 
 
@@ -94,11 +95,11 @@ def synthetic(seeds=rd.SEEDS, sweeps=("statistic=spread",)):
 
 @pytest.fixture(scope="module")
 def result():
-    return analysis.analyse(synthetic())
+    return premise_tables.analyse(synthetic())
 
 
 def row(summary, method, variant, x, y, source="final", epoch=None):
-    found = analysis.lookup(summary, "toy", method, variant, x, y, source, epoch)
+    found = premise_text.lookup(summary, "toy", method, variant, x, y, source, epoch)
     assert found is not None, (method, variant, x, y, source, epoch)
     return found
 
@@ -106,12 +107,12 @@ def row(summary, method, variant, x, y, source="final", epoch=None):
 def test_links_on_synthetic_tables(result):
     s = result["correlation_summary"]
     link1 = row(s, "erm", "default", "erm_error", "a")
-    assert link1["rho_mean"] > 0.9 and analysis.link_verdict(link1) == "holds" and link1["n_defined"] == 3
+    assert link1["rho_mean"] > 0.9 and premise_text.link_verdict(link1) == "holds" and link1["n_defined"] == 3
     assert row(s, "erm", "default", "erm_error", "a_p3")["rho_mean"] == pytest.approx(1.0)
     assert row(s, "erm", "default", "erm_error", "mean_sq_norm")["n_defined"] == 0  # constant: undefined
     assert row(s, "erm", "default", "erm_error", "gamma")["n_defined"] == 0
-    assert analysis.link_verdict(row(s, "mr2", "default", "erm_error", "gamma")) == "reversed"
-    assert analysis.link_verdict(row(s, "mr2", "statistic=spread", "erm_error", "gamma")) == "holds"
+    assert premise_text.link_verdict(row(s, "mr2", "default", "erm_error", "gamma")) == "reversed"
+    assert premise_text.link_verdict(row(s, "mr2", "statistic=spread", "erm_error", "gamma")) == "holds"
     # the per-epoch margins of results_data rise for the hard classes only
     epoch = row(s, "mr2", "default", "erm_error", "gamma", "epoch", 4)
     assert epoch["rho_mean"] > 0.5
@@ -154,21 +155,21 @@ def test_decomposition_rejects_parts_that_do_not_add_up():
     pc = synthetic()["per_class"]
     pc.loc[5, "a"] += 1.0
     with pytest.raises(ValueError, match=f"class {pc.loc[5, 'class']}"):
-        analysis.decomposition(pc)
+        premise_tables.decomposition(pc)
 
 
 def test_difficulty_needs_the_reference():
     pc = synthetic()["per_class"]
     with pytest.raises(ValueError, match="reference method 'erm'"):
-        analysis.difficulty(pc[pc["method"] != "erm"])
+        premise_tables.difficulty(pc[pc["method"] != "erm"])
 
 
 def test_section_states_each_link_from_the_numbers(tmp_path):
-    analysis.write_analysis(synthetic(), tmp_path / "analysis")
-    for name in analysis.FIGURE_NAMES:
+    premise_figures.write_analysis(synthetic(), tmp_path / "analysis")
+    for name in premise_tables.FIGURE_NAMES:
         for ext in ("png", "pdf"):
             assert (tmp_path / "analysis" / f"{name}.{ext}").stat().st_size > 1000
-    text = "\n".join(analysis.premise_section(tmp_path / "analysis", tmp_path / "report.md", "workflow/report"))
+    text = "\n".join(premise_text.premise_section(tmp_path / "analysis", tmp_path / "report.md", "workflow/report"))
     assert "## Does the premise hold?" in text
     assert "Link 1, hard classes vary more** (ERM's training features): ρ(ERM error, a_k) = +" in text
     assert "link 1 holds; link 2 reversed" in text and "The chain is not established on this dataset" in text
@@ -179,17 +180,17 @@ def test_section_states_each_link_from_the_numbers(tmp_path):
 
 
 def test_one_seed_gives_no_interval(tmp_path):
-    res = analysis.analyse(synthetic(seeds=(0,)))
-    link1 = analysis.lookup(res["correlation_summary"], "toy", "erm", "default", "erm_error", "a")
-    assert link1["n_defined"] == 1 and analysis.link_verdict(link1) == "undetermined"
-    assert "no interval" in analysis.format_rho(link1)
+    res = premise_tables.analyse(synthetic(seeds=(0,)))
+    link1 = premise_text.lookup(res["correlation_summary"], "toy", "erm", "default", "erm_error", "a")
+    assert link1["n_defined"] == 1 and premise_text.link_verdict(link1) == "undetermined"
+    assert "no interval" in premise_text.format_rho(link1)
 
 
 def test_cli_writes_the_analysis(tmp_path):
     t = synthetic()
     write_tables(t, tmp_path / "tables")
     assert main(["analysis", "--tables", str(tmp_path / "tables"), "--out", str(tmp_path / "analysis")]) == 0
-    assert set(analysis.read_analysis(tmp_path / "analysis")) == set(analysis.TABLE_NAMES)
+    assert set(premise_tables.read_analysis(tmp_path / "analysis")) == set(premise_tables.TABLE_NAMES)
     assert main(["analysis", "--tables", str(tmp_path / "none"), "--out", str(tmp_path / "x")]) == 2
 
 
@@ -263,7 +264,7 @@ def test_a_bad_exploratory_value_fails_before_any_job(tmp_path):
 # ----------------------------------------------------------------------------- the smoke outputs
 def test_analysis_of_the_smoke_outputs(smoke_results):
     out = smoke_results / "analysis"
-    res = analysis.read_analysis(out)
+    res = premise_tables.read_analysis(out)
     pc = pd.read_csv(smoke_results / "tables" / "per_class.csv")
     # the decomposition of the real evaluation adds up
     dec = res["decomposition"]
@@ -280,7 +281,7 @@ def test_analysis_of_the_smoke_outputs(smoke_results):
     # per-epoch rows for every MR² run and epoch
     ep = corr[(corr["source"] == "epoch") & (corr["y"] == "gamma") & (corr["method"] == "mr2")]
     assert set(ep["epoch"]) == {1, 2, 3}
-    for name in analysis.FIGURE_NAMES:
+    for name in premise_tables.FIGURE_NAMES:
         assert (out / f"{name}.png").stat().st_size > 1000 and (out / f"{name}.pdf").is_file()
     report = (smoke_results / "report.md").read_text()
     assert "## Does the premise hold?" in report and "**Chain**: link 1" in report

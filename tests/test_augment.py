@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mr2.augment import (
+from mr2.engine.augment import (
     _cifar10_autoaugment,
     apply_auto_augment,
     auto_augment,
@@ -140,7 +140,7 @@ def test_auto_augment_batched_equals_one_image_at_a_time():
     d = sample_auto_augment(len(x), gen(9))
     out = apply_auto_augment(x, d)
     aa = _cifar10_autoaugment()
-    from mr2.augment import _op_magnitude
+    from mr2.engine.augment import _op_magnitude
 
     for i in range(len(x)):
         img = x[i]

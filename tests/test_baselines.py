@@ -10,12 +10,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mr2.losses import NEEDS_COUNTS, NEEDS_MODEL, build_loss, method_options
-from mr2.losses import factory
-from mr2.losses.center import CenterLoss
-from mr2.losses.fairdro import chi2_best_response
-from mr2.losses.ldam import effective_number_weights, ldam_margins
-from mr2.losses.supcon import supcon_loss
+from mr2.method.losses import NEEDS_COUNTS, NEEDS_MODEL, build_loss, method_options
+from mr2.method.losses import factory
+from mr2.method.losses.center import CenterLoss
+from mr2.method.losses.fairdro import chi2_best_response
+from mr2.method.losses.ldam import effective_number_weights, ldam_margins
+from mr2.method.losses.supcon import supcon_loss
 
 BASELINES = ("focal", "ldam", "logit_adjust", "eql", "supcon", "center", "dro", "fairdro", "mr2_release", "jtt", "lff")
 # losses called as loss(logits, features, targets); those owning a second network (LfF) need
@@ -324,7 +324,7 @@ def test_fairdro_sets_q_from_the_previous_epoch_losses(gen):
 # ---------------------------------------------------------------- the release's loss
 
 class LoopRelease:
-    """Slow reference written from PAPER.md ("How the release computes its loss")."""
+    """Slow reference written from docs/method.md ("How the release computes its loss")."""
 
     def __init__(self, k: int, d: int, lam: float = 0.1, decay: float = 0.9, zero_s_bar: bool = True):
         self.k, self.d, self.lam, self.decay, self.zero_s_bar = k, d, lam, decay, zero_s_bar

@@ -13,13 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from mr2.data import (
-    CONFIG_DEFAULTS,
+from mr2.engine.data import (
     DATASETS,
-    DEBIAN_FASHION_MNIST,
     FileSplit,
     TensorSplit,
-    channel_stats,
     load_prepared,
     load_raw,
     prepare_dataset,
@@ -27,8 +24,9 @@ from mr2.data import (
     stratified_split,
     subsample_per_class,
 )
-from mr2.data_files import TORCHVISION_SETS, load_image
-from mr2.data_readers import generate_mnist1d
+from mr2.engine.data.registry import CONFIG_DEFAULTS, DEBIAN_FASHION_MNIST, channel_stats
+from mr2.engine.data.files import TORCHVISION_SETS, load_image
+from mr2.engine.data.readers import generate_mnist1d
 
 # --------------------------------------------------------------------------- tiny file writers
 

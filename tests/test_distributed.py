@@ -13,11 +13,11 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
 
-from mr2 import config as run_config
-from mr2 import distributed
-from mr2.data import prepare_dataset
-from mr2.losses import build_loss
-from mr2.stats import ClassStats
+from mr2.engine import config as run_config
+from mr2.engine import distributed
+from mr2.engine.data import prepare_dataset
+from mr2.method.losses import build_loss
+from mr2.method.stats import ClassStats
 
 K, D, B, W = 5, 6, 24, 2
 STAT_BUFFERS = ("count", "mean", "sq_dev", "sq_dev_l2")

@@ -12,10 +12,11 @@ import pandas as pd
 import pytest
 import torch
 
-from mr2 import config as run_config
-from mr2.data import prepare_dataset
-from mr2.evaluate import difficulty_groups, evaluate, group_accuracy
-from mr2.train import lr_at, train
+from mr2.engine import config as run_config
+from mr2.engine.data import prepare_dataset
+from mr2.engine.evaluate import evaluate
+from mr2.results.groups import difficulty_groups, group_accuracy
+from mr2.engine.train import lr_at, train
 
 QUICK = {"train": {"epochs": 4, "batch_size": 64, "lr": 0.05, "warmup_epochs": 0.5, "flip": False, "crop_padding": 1}}
 
@@ -111,7 +112,7 @@ def test_sigkill_then_resume_gives_identical_results(digits, tmp_path):
 
 
 def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_checkpoint(digits, tmp_path):
-    from mr2.train import NonFiniteLossError
+    from mr2.engine.train import NonFiniteLossError
 
     cfg = cfg_for("digits", "mlp", "erm", train={"epochs": 3, "lr": 1e30, "warmup_epochs": 0})
     with pytest.raises(NonFiniteLossError, match="non-finite training loss"):
@@ -124,7 +125,7 @@ def test_linear_probe_trains_only_the_head(digits, tmp_path):
     train(cfg, digits, tmp_path / "run", log=lambda *_: None)
     state = torch.load(tmp_path / "run" / "model.pt", weights_only=False)["state"]["model"]
     torch.manual_seed(cfg["seed"])
-    from mr2.models import build_model
+    from mr2.engine.models import build_model
 
     fresh = build_model("mlp", 10, (1, 8, 8)).state_dict()
     assert all(torch.equal(state[k], fresh[k]) for k in fresh if k.startswith("backbone"))
@@ -139,7 +140,7 @@ def test_evaluation_does_not_update_statistics(digits, tmp_path):
     after = torch.load(tmp_path / "run" / "model.pt", weights_only=False)["state"]["loss"]
     assert all(torch.equal(before[k], after[k]) for k in before)
     per_class = pd.read_csv(tmp_path / "eval" / "per_class.csv")
-    from mr2.losses import build_loss
+    from mr2.method.losses import build_loss
 
     loss = build_loss("mr2", 10, 128)
     loss.load_state_dict(before)

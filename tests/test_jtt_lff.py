@@ -13,15 +13,15 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mr2 import config as run_config
-from mr2.config import ConfigError
-from mr2.data import load_prepared, prepare_dataset
-from mr2.evaluate import evaluate
-from mr2.jtt import error_set, stage1_config, stage2_config
-from mr2.losses import METHODS, NEEDS_MODEL, build_loss
-from mr2.losses.lff import class_max, generalized_cross_entropy, relative_difficulty
-from mr2.train import Runner, train
-from mr2.upsample import read_index_file, upsampled_index
+from mr2.engine import config as run_config
+from mr2.engine.config import ConfigError
+from mr2.engine.data import load_prepared, prepare_dataset
+from mr2.engine.evaluate import evaluate
+from mr2.engine.jtt import error_set, stage1_config, stage2_config
+from mr2.method.losses import METHODS, NEEDS_MODEL, build_loss
+from mr2.method.losses.lff import class_max, generalized_cross_entropy, relative_difficulty
+from mr2.engine.train import Runner, train
+from mr2.engine.upsample import read_index_file, upsampled_index
 
 BASELINES = ("focal", "ldam", "logit_adjust", "eql", "supcon", "center", "dro", "fairdro", "mr2_release", "jtt", "lff")
 
@@ -282,7 +282,7 @@ def test_lff_resumes_from_its_checkpoint_identically(digits, tmp_path):
     train(cfg, digits, tmp_path / "straight", log=lambda *_: None)
     # interrupt the same run after its second epoch (its checkpoint stays), then rerun it
     runner_dir = tmp_path / "killed"
-    from mr2 import train as train_mod
+    from mr2.engine import train as train_mod
 
     calls = {"n": 0}
     original = train_mod.Runner.train_epoch
@@ -403,11 +403,12 @@ def tables_with_baselines():
 
 
 def test_report_says_for_each_baseline_whether_it_trades_easy_for_hard():
-    from mr2 import results as R
-    from mr2.report import findings
+    from mr2.results import groups as G
+    from mr2.results import tables as R
+    from mr2.results.report import findings
 
     per_class, runs = tables_with_baselines()
-    groups = R.difficulty_table(per_class)
+    groups = G.difficulty_table(per_class)
     text = "\n".join(findings(per_class, runs, groups))
     line = {m: next(s for s in text.splitlines() if s.startswith(f"- `{m}` against ERM")) for m in ("focal", "dro", "lff")}
     assert "hard classes +6.0 points" in line["focal"] and "It trades easy for hard" in line["focal"]
@@ -419,7 +420,7 @@ def test_report_says_for_each_baseline_whether_it_trades_easy_for_hard():
 
 
 def test_change_figure_has_a_panel_per_baseline(tmp_path, monkeypatch):
-    from mr2 import figures as F
+    from mr2.results import figures as F
 
     per_class, _ = tables_with_baselines()
     seen = []

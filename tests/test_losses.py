@@ -1,4 +1,4 @@
-"""The MR² loss against a slow per-sample reference written from PAPER.md, and the factory."""
+"""The MR² loss against a slow per-sample reference written from docs/method.md, and the factory."""
 
 import math
 
@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mr2.losses import MR2Loss, build_loss, logit_margin_cross_entropy, representation_margin_loss, resolve_options
-from mr2.losses.factory import METHODS
+from mr2.method.losses import MR2Loss, build_loss, logit_margin_cross_entropy, representation_margin_loss, resolve_options
+from mr2.method.losses.factory import METHODS
 
 
 def reference_margin_ce(logits, y, gamma):
@@ -169,9 +169,9 @@ def test_factory_defaults_are_resolved_and_visible():
 
 # --- the two evaluations of the representation loss, and the hand-written backward passes ---
 
-from mr2 import accel  # noqa: E402
-from mr2.losses import rep_margin  # noqa: E402
-from mr2.losses.margin_ce import MarginCrossEntropy  # noqa: E402
+from mr2.method import hostsync  # noqa: E402
+from mr2.method.losses import rep_margin  # noqa: E402
+from mr2.method.losses.margin_ce import MarginCrossEntropy  # noqa: E402
 
 
 @pytest.mark.parametrize("pairs", ["dense", "sparse", "blocked"])
@@ -237,7 +237,7 @@ def test_auto_chooses_on_the_cpu_and_stays_dense_elsewhere(monkeypatch, gen):
     representation_margin_loss(feats, many_classes, torch.tensor(1.0))
     representation_margin_loss(feats, two_classes, torch.tensor(1.0))
     assert calls == ["sparse", "blocked"]
-    monkeypatch.setattr(accel, "host_reads_are_free", lambda device: False)
+    monkeypatch.setattr(hostsync, "host_reads_are_free", lambda device: False)
     representation_margin_loss(feats, many_classes, torch.tensor(1.0))
     assert len(calls) == 2  # never asked on a device where reading the counts would synchronise
 
@@ -319,5 +319,5 @@ def assert_same_steps(one, two):
 @pytest.mark.parametrize("method", ["mr2", "mr2_uniform", "mr2_no_rep"])
 def test_cpu_paths_equal_the_paths_cuda_takes(k, b, method, monkeypatch):
     cpu = mr2_steps(method, k, b, 6)
-    monkeypatch.setattr(accel, "host_reads_are_free", lambda device: False)
+    monkeypatch.setattr(hostsync, "host_reads_are_free", lambda device: False)
     assert_same_steps(cpu, mr2_steps(method, k, b, 6))

@@ -4,7 +4,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mr2.margins import margin_objective, optimal_margins, uniform_margins
+from mr2.method.margins import margin_objective, optimal_margins, uniform_margins
 
 positive = st.floats(min_value=1e-3, max_value=1e3, allow_nan=False)
 a_vectors = st.lists(positive, min_size=2, max_size=50).map(lambda v: torch.tensor(v, dtype=torch.float64))

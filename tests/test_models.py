@@ -8,8 +8,8 @@ import pytest
 import torch
 import torchvision
 
-from mr2.models import MODELS, Classifier, build_model, freeze_backbone, load_weights, model_options, unfreeze_backbone
-from mr2.models.cifar_resnet import PadShortcut
+from mr2.engine.models import MODELS, Classifier, build_model, freeze_backbone, load_weights, model_options, unfreeze_backbone
+from mr2.engine.models.cifar_resnet import PadShortcut
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -209,7 +209,7 @@ def test_non_state_dict_file_is_rejected(tmp_path):
     with pytest.raises(ValueError, match="plain state_dict"):
         build_model("mlp", 3, (1, 8, 8), weights=str(tmp_path / "x.pt"))
     (tmp_path / "junk.pt").write_text("not a checkpoint")
-    with pytest.raises(ValueError, match="junk.pt could not be read"):
+    with pytest.raises(ValueError, match="junk.pt: not a readable torch file"):
         build_model("mlp", 3, (1, 8, 8), weights=str(tmp_path / "junk.pt"))
 
 

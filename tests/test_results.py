@@ -11,8 +11,11 @@ from scipy import stats
 
 import results_data as syn
 from results_data import write_run
-from mr2 import results as R
-from mr2.io import save_csv
+from mr2.common.runs import RUN_KEYS
+from mr2.results import groups as G
+from mr2.results import statistics as S
+from mr2.results import tables as R
+from mr2.common.io import save_csv
 
 
 def test_aggregate_reads_the_run_tree(tmp_path):
@@ -22,8 +25,8 @@ def test_aggregate_reads_the_run_tree(tmp_path):
     assert set(t) == {"per_class", "runs", "epochs"}
     pc, runs, ep = t["per_class"], t["runs"], t["epochs"]
     assert len(pc) == 5 * 4 and len(runs) == 5
-    assert list(pc.columns[:4]) == R.RUN_KEYS and list(runs.columns[:4]) == R.RUN_KEYS
-    assert not pc.duplicated(R.RUN_KEYS + ["class"]).any()
+    assert list(pc.columns[:4]) == RUN_KEYS and list(runs.columns[:4]) == RUN_KEYS
+    assert not pc.duplicated(RUN_KEYS + ["class"]).any()
     # the config is flattened, metrics.json's copy of it is dropped
     assert "config" not in runs and (runs["config.train.lr"] == 0.05).all()
     assert runs.loc[runs["variant"] == "c_bar=0.5", "config.method.options.c_bar"].item() == 0.5
@@ -69,7 +72,7 @@ def test_aggregate_errors_name_the_problem(tmp_path):
 # ----------------------------------------------------------------------------- groups
 def test_groups_are_thirds_of_the_reference_ranking():
     t = syn.tables(datasets=("toy", "toy2"))
-    groups = R.difficulty_table(t["per_class"])
+    groups = G.difficulty_table(t["per_class"])
     assert len(groups) == 2 * syn.K
     for dataset in ("toy", "toy2"):
         g = groups[groups["dataset"] == dataset].set_index("class")["group"]
@@ -82,7 +85,7 @@ def test_groups_need_the_reference_on_every_dataset():
     t = syn.tables(datasets=("toy",))
     extra = t["per_class"].query("method == 'mr2'").assign(dataset="lonely")
     with pytest.raises(ValueError, match="lonely.*erm"):
-        R.difficulty_table(pd.concat([t["per_class"], extra]))
+        G.difficulty_table(pd.concat([t["per_class"], extra]))
 
 
 # ----------------------------------------------------------------------------- results table
@@ -95,7 +98,7 @@ def by_hand(per_class, dataset, method, variant, classes):
 
 def test_results_table_mean_std_and_paired_difference():
     t = syn.tables(datasets=("toy", "toy2"), noise=0.02)
-    groups = R.difficulty_table(t["per_class"])
+    groups = G.difficulty_table(t["per_class"])
     table = R.results_table(t["per_class"], t["runs"], groups)
     assert len(table) == 2 * len(syn.METHODS)
     assert list(table["method"][:4]) == list(syn.METHODS) and table.loc[0, "method"] == "erm"
@@ -126,12 +129,12 @@ def test_results_table_mean_std_and_paired_difference():
 
 
 def test_paired_difference_known_case():
-    out = R.paired_difference(np.array([3.0, 5.0, 7.0]), np.array([2.0, 3.0, 4.0]))
+    out = S.paired_difference(np.array([3.0, 5.0, 7.0]), np.array([2.0, 3.0, 4.0]))
     # d = 1, 2, 3: mean 2, sd 1, t_{0.975, 2} = 4.3027 (tables)
     assert out["diff"] == pytest.approx(2.0)
     assert out["diff_hi"] - 2.0 == pytest.approx(4.3027 / math.sqrt(3), abs=1e-4)
     assert out["n_paired"] == 3
-    one = R.paired_difference(np.array([3.0]), np.array([2.0]))
+    one = S.paired_difference(np.array([3.0]), np.array([2.0]))
     assert one["diff"] == 1.0 and math.isnan(one["diff_lo"]) and math.isnan(one["diff_hi"])
 
 
@@ -139,7 +142,7 @@ def test_results_table_pairs_only_common_seeds_and_handles_one_seed():
     t = syn.tables(methods=("erm", "mr2"), seeds=(0, 1, 2))
     pc = t["per_class"]
     pc = pc[~((pc["method"] == "mr2") & (pc["seed"] != 1))]  # mr2 ran seed 1 only
-    groups = R.difficulty_table(pc)
+    groups = G.difficulty_table(pc)
     table = R.results_table(pc, None, groups)
     row = table[table["method"] == "mr2"].iloc[0]
     assert row["n_seeds"] == 1 and row["n_paired"] == 1 and math.isnan(row["hard_std"])
@@ -160,7 +163,7 @@ def test_formatting():
 
 def test_markdown_table_and_files(tmp_path):
     t = syn.tables(sweeps=("c_bar=0.5",))
-    groups = R.difficulty_table(t["per_class"])
+    groups = G.difficulty_table(t["per_class"])
     table = R.results_table(t["per_class"], t["runs"], groups)
     md = R.results_markdown(table)
     lines = [line for line in md.splitlines() if line.startswith("|")]

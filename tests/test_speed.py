@@ -13,11 +13,12 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mr2 import accel
-from mr2 import config as run_config
-from mr2.data import prepare_dataset
-from mr2.losses import build_loss
-from mr2.train import Runner, train
+from mr2.engine import accel
+from mr2.method import hostsync
+from mr2.engine import config as run_config
+from mr2.engine.data import prepare_dataset
+from mr2.method.losses import build_loss
+from mr2.engine.train import Runner, train
 
 SYNCING = {"aten._local_scalar_dense", "aten.nonzero", "aten.masked_select", "aten.bincount", "aten._unique2",
            "aten.unique_dim", "aten.unique_consecutive", "aten.repeat_interleave"}
@@ -52,9 +53,9 @@ def test_recorder_sees_the_syncs_it_looks_for():
 
 
 def test_host_reads_are_free_only_on_the_cpu():
-    assert accel.host_reads_are_free(torch.device("cpu"))
-    assert not accel.host_reads_are_free(torch.device("cuda"))
-    assert not accel.host_reads_are_free(torch.device("cuda", 1))
+    assert hostsync.host_reads_are_free(torch.device("cpu"))
+    assert not hostsync.host_reads_are_free(torch.device("cuda"))
+    assert not hostsync.host_reads_are_free(torch.device("cuda", 1))
 
 
 @pytest.mark.parametrize("method", ["mr2", "mr2_uniform", "mr2_no_rep", "erm"])

@@ -5,8 +5,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mr2 import accel
-from mr2.stats import ClassStats, batch_slots, class_moments, lp_sq_norm
+from mr2.method import hostsync
+from mr2.method.stats import ClassStats, batch_slots, class_moments, lp_sq_norm
 
 
 def slow_moments(x, y, k, p):
@@ -36,7 +36,7 @@ def test_class_moments_match_reference(p, gen):
 @settings(max_examples=30, deadline=None)
 @given(st.integers(2, 8), st.integers(1, 16), st.integers(0, 10_000), st.floats(1e-3, 1e3))
 def test_l2_identity_mean_plus_spread_is_second_moment(k, d, seed, scale):
-    """‖μ̂_k‖² + ‖ŝ_k‖² = (1/n_k) Σ_{x∈D_k} ‖φ(x)‖² (PAPER.md, Notation)."""
+    """‖μ̂_k‖² + ‖ŝ_k‖² = (1/n_k) Σ_{x∈D_k} ‖φ(x)‖² (docs/method.md, Notation)."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(64, d, generator=g, dtype=torch.float64) * scale
     y = torch.randint(0, k, (64,), generator=g)
@@ -193,7 +193,7 @@ def stream(k, batches, **options):
 def test_kept_mean_norms_follow_the_means(k, p, host_free, gen, monkeypatch):
     """‖μ̂_k‖_p² is re-measured only for the rows a step writes; it must equal measuring every row,
     on every slot layout, and be rebuilt when a state is loaded (it is not saved)."""
-    monkeypatch.setattr(accel, "host_reads_are_free", lambda device: host_free)
+    monkeypatch.setattr(hostsync, "host_reads_are_free", lambda device: host_free)
     batches = [(torch.randn(16, 3, generator=gen, dtype=torch.float64) * 4 + 2, torch.randint(0, k, (16,), generator=gen))
                for _ in range(6)]
     stats = stream(k, batches, p=p)
@@ -213,7 +213,7 @@ def test_batch_slot_layouts_give_the_same_statistics(k, gen, monkeypatch):
                for _ in range(6)]
     cpu = stream_states(k, batches)
     rows = stream_states(k, batches, reduce=lambda t: t)
-    monkeypatch.setattr(accel, "host_reads_are_free", lambda device: False)
+    monkeypatch.setattr(hostsync, "host_reads_are_free", lambda device: False)
     sync_free = stream_states(k, batches)
     for key in cpu:
         assert torch.allclose(cpu[key], rows[key], rtol=1e-12, atol=1e-12), key
@@ -223,7 +223,7 @@ def test_batch_slot_layouts_give_the_same_statistics(k, gen, monkeypatch):
 @pytest.mark.parametrize("host_free", [True, False])
 @pytest.mark.parametrize("k", [4, 100])
 def test_batch_slots_put_each_class_in_one_slot(host_free, k, gen, monkeypatch):
-    monkeypatch.setattr(accel, "host_reads_are_free", lambda device: host_free)
+    monkeypatch.setattr(hostsync, "host_reads_are_free", lambda device: host_free)
     y = torch.randint(0, min(k, 9), (30,), generator=gen)
     slot, rows = batch_slots(y, k)
     assert torch.equal(rows[slot], y)  # every sample's slot holds its class

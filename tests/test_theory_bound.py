@@ -1,4 +1,4 @@
-"""Proposition 1 (PAPER.md): property checks of its pieces and the bound evaluated for a model."""
+"""Proposition 1 (docs/method.md): property checks of its pieces and the bound evaluated for a model."""
 
 import math
 
@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mr2.losses.margin_ce import logit_margin_cross_entropy
-from mr2.stats import class_moments, lp_sq_norm
+from mr2.method.losses.margin_ce import logit_margin_cross_entropy
+from mr2.method.stats import class_moments, lp_sq_norm
 from theory.bound import (
     class_second_moment,
     class_variability,
@@ -197,7 +197,7 @@ def test_evaluate_bound_terms(gen):
     assert rep.bound == pytest.approx(rep.empirical_term + rep.complexity_term + rep.confidence_term)
     assert rep.holds == (rep.test_error <= rep.bound)
     assert rep.tightness == pytest.approx(rep.bound / rep.test_error)
-    assert rep.lam == pytest.approx(lam) and rep.num_train == n and rep.num_classes == k
+    assert rep.head_norm == pytest.approx(lam) and rep.num_train == n and rep.num_classes == k
     assert set(rep.as_dict()) >= {"empirical_term", "complexity_term", "confidence_term", "bound", "holds", "tightness"}
 
 

@@ -1,4 +1,4 @@
-"""Corollary 1 (PAPER.md): sympy derivation, optimality checks that can fail, numeric cross-check."""
+"""Corollary 1 (docs/method.md): sympy derivation, optimality checks that can fail, numeric cross-check."""
 
 from functools import partial
 
@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mr2.margins import margin_objective, optimal_margins
+from mr2.method.margins import margin_objective, optimal_margins
 from theory.corollary import (
     cube_root_margins,
     generic_minimum_value,

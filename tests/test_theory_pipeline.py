@@ -13,9 +13,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from mr2.evaluate import affine_map
-from mr2.losses.margin_ce import logit_margin_cross_entropy
-from mr2.models.heads import CosineHead, LinearHead
+from mr2.engine.evaluate import affine_map
+from mr2.method.losses.margin_ce import logit_margin_cross_entropy
+from mr2.engine.models.heads import CosineHead, LinearHead
 from theory import pipeline
 from theory.__main__ import main
 from theory.bound import class_variability, evaluate_bound, trained_margins, weight_norm
@@ -25,7 +25,7 @@ K, D, N = 4, 6, 64
 
 
 def fake_run(gen, method="mr2", seed=0, c_bar=1.5):
-    """A linear head on random features, summarised as mr2.evaluate does (runs row, per_class rows),
+    """A linear head on random features, summarised as mr2.engine.evaluate does (runs row, per_class rows),
     and the same model's logits for the logits path."""
     feats = torch.randn(N, D, generator=gen, dtype=torch.float64) * torch.linspace(0.5, 2.0, D, dtype=torch.float64)
     y = torch.arange(N) % K
@@ -38,7 +38,8 @@ def fake_run(gen, method="mr2", seed=0, c_bar=1.5):
     logits, test_logits = feats @ w.T + b, test_feats @ w.T + b
     wb = torch.cat([w, b[:, None]], 1)
     keys = {"dataset": "toy", "method": method, "variant": "default", "seed": seed}
-    run = {**keys, "train_margin_ce": float(logit_margin_cross_entropy(logits, y, gamma)),
+    configured = {"config.method.options.c_bar": c_bar} if method == "mr2" else {}
+    run = {**keys, **configured, "train_margin_ce": float(logit_margin_cross_entropy(logits, y, gamma)),
            "train_error": float((logits.argmax(1) != y).double().mean()), "n_train": N, "num_classes": K,
            "top1": float((test_logits.argmax(1) == test_y).double().mean()), "head_bias": True,
            "head_max_row_norm": weight_norm(wb, "max_row"), "head_frobenius_norm": weight_norm(wb, "frobenius")}
@@ -58,7 +59,7 @@ def test_table_row_matches_the_bound_on_logits(gen, norm):
     row = pipeline.bound_table(pd.DataFrame([run]), classes, norm=norm, c=0.7, delta=0.01).iloc[0]
     ref = evaluate_bound(lp["logits"], lp["targets"], lp["a"], lp["gamma"], lp["weight"], lp["test_logits"],
                          lp["test_targets"], bias=lp["bias"], norm=norm, c=0.7, delta=0.01)
-    for name in ("empirical_term", "complexity_term", "confidence_term", "bound", "test_error", "lam", "margin_sum"):
+    for name in ("empirical_term", "complexity_term", "confidence_term", "bound", "test_error", "head_norm", "margin_sum"):
         assert row[name] == pytest.approx(getattr(ref, name), rel=1e-6), name
     assert bool(row["holds"]) == ref.holds and row["c_bar"] == pytest.approx(1.5)
     assert row["empirical_term"] >= row["train_error"]  # 1[error] ≤ ℓ_{γ,ce}/ln 2, averaged
@@ -76,7 +77,7 @@ def test_bias_augmentation_is_exact(gen):
     with_bias = evaluate_bound(logits, y, class_variability(feats, y, K), lp["gamma"], lp["weight"], bias=lp["bias"],
                                **common)
     augmented = evaluate_bound(aug @ wb.T, y, class_variability(aug, y, K), lp["gamma"], wb, **common)
-    for name in ("empirical_term", "complexity_term", "bound", "lam", "margin_sum"):
+    for name in ("empirical_term", "complexity_term", "bound", "head_norm", "margin_sum"):
         assert getattr(with_bias, name) == pytest.approx(getattr(augmented, name), rel=1e-9), name
 
 
@@ -169,7 +170,8 @@ def test_smoke_bound_table(smoke_results):
     for _, row in table.iterrows():
         mine = per_class.merge(pd.DataFrame([row[pipeline.RUN_KEYS]]), on=pipeline.RUN_KEYS).sort_values("class")
         a = mine["a"].to_numpy() + (1.0 if row["head_bias"] else 0.0)
-        c_bar = mine["gamma"].mean()
+        c_bar = row["c_bar"]  # the configured c̄, which Corollary 1's γ keep as their mean
+        assert mine["gamma"].mean() == pytest.approx(c_bar, rel=1e-5)
         expected = math.sqrt(minimum_value(a, c_bar) / (a.sum() / c_bar**2))
         assert row["complexity_ratio"] == pytest.approx(expected, rel=1e-9)
     erm = table[table["method"] == "erm"]

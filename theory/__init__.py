@@ -1,8 +1,9 @@
-"""Theory beside the stack: PAPER.md's Corollary 1 (``corollary``: sympy derivation, optimality
+"""Theory beside the stack: docs/method.md's Corollary 1 (``corollary``: sympy derivation, optimality
 checks with negative controls, numeric cross-check) and Proposition 1 (``bound``: the bound's
-terms evaluated for a trained model). Imports only mr2's method layer (margins, stats,
+terms evaluated for a trained model). These import only mr2's method layer (margins, stats,
 losses.margin_ce). ``theory.pipeline`` evaluates the bound on the pipeline's trained models from
-its tidy tables (``python -m theory bound``)."""
+their tidy tables (``python -m theory bound``) and uses the results layer's helpers for its table,
+figures and files (``tests/test_layers.py`` holds both rules)."""
 
 from .bound import (
     BoundReport,

@@ -1,4 +1,4 @@
-"""Proposition 1 (PAPER.md): the class-sensitive margin bound, term by term, for a trained model.
+"""Proposition 1 (docs/method.md): the class-sensitive margin bound, term by term, for a trained model.
 
   R(f) ≤ (1/ln 2)·R̂^{γ,ce}(f) + (4√2·Λ·K/√N)·sqrt(Σ_k a_k/γ_k²) + c·sqrt(ln(1/δ)/N)
 
@@ -34,9 +34,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from mr2.losses.margin_ce import logit_margin_cross_entropy
-from mr2.margins import margin_objective, optimal_margins, uniform_margins
-from mr2.stats import class_moments, lp_sq_norm
+from mr2.method.losses.margin_ce import logit_margin_cross_entropy
+from mr2.method.margins import margin_objective, optimal_margins, uniform_margins
+from mr2.method.stats import class_moments, lp_sq_norm
 
 LN2 = math.log(2.0)
 NORMS = ("max_row", "frobenius")
@@ -120,11 +120,11 @@ def weight_norm(weight, norm: str = "max_row") -> float:
     raise ValueError(f"weight_norm: unknown norm {norm!r}; choose one of {NORMS}")
 
 
-def complexity_term(a, gamma, lam: float, num_train: int) -> float:
+def complexity_term(a, gamma, head_norm: float, num_train: int) -> float:
     """(4√2·Λ·K/√N)·sqrt(Σ_k a_k/γ_k²) (Σ_k a_k/γ_k² by ``mr2.margins.margin_objective``)."""
     a_t, g_t = _tensor(a, "a"), _tensor(gamma, "gamma")
     k = a_t.numel()
-    return 4 * math.sqrt(2.0) * lam * k / math.sqrt(num_train) * math.sqrt(float(margin_objective(a_t, g_t)))
+    return 4 * math.sqrt(2.0) * head_norm * k / math.sqrt(num_train) * math.sqrt(float(margin_objective(a_t, g_t)))
 
 
 def confidence_term(num_train: int, c: float = 1.0, delta: float = 0.05) -> float:
@@ -176,7 +176,7 @@ class BoundReport:
     test_error: float  # 0-1 error on the test logits
     holds: bool  # test_error ≤ bound
     tightness: float  # bound / test_error (inf when the test error is 0)
-    lam: float  # Λ
+    head_norm: float  # Λ
     margin_sum: float  # Σ_k a_k/γ_k² (with a_k + 1 when a bias is augmented)
     num_classes: int
     num_train: int
@@ -192,7 +192,7 @@ def bound_from_summary(
     margin_risk: float,
     a,
     gamma,
-    lam: float,
+    head_norm: float,
     num_train: int,
     test_error: float,
     *,
@@ -207,7 +207,7 @@ def bound_from_summary(
         margin_risk: R̂^{γ,ce}, the mean margin cross-entropy of the N training samples with ``gamma``.
         a: length-K class variabilities a_k (L2) of the training features the head classifies.
         gamma: length-K margins the model was trained with (``trained_margins``).
-        lam: Λ of the head (``weight_norm``), computed on [W b] when the head has a bias.
+        head_norm: Λ of the head (``weight_norm``), computed on [W b] when the head has a bias.
         num_train: N. test_error: the test 0-1 error the bound is compared with.
         bias: the head has a bias; a_k become ``augmented_variability`` (a_k + 1).
         norm, c, delta: the assumptions of the module docstring (``norm`` is recorded only).
@@ -224,7 +224,7 @@ def bound_from_summary(
         a_t = augmented_variability(a_t)
     n = int(num_train)
     emp = margin_risk_term(margin_risk)
-    comp = complexity_term(a_t, g_t, lam, n)
+    comp = complexity_term(a_t, g_t, head_norm, n)
     conf = confidence_term(n, c, delta)
     bound = emp + comp + conf
     test_error = float(test_error)
@@ -236,7 +236,7 @@ def bound_from_summary(
         test_error=test_error,
         holds=test_error <= bound,
         tightness=bound / test_error if test_error > 0 else math.inf,
-        lam=float(lam),
+        head_norm=float(head_norm),
         margin_sum=float(margin_objective(a_t, g_t)),
         num_classes=k,
         num_train=n,

@@ -1,4 +1,4 @@
-"""Corollary 1 (PAPER.md): the optimal margins, derived and checked with sympy and scipy.
+"""Corollary 1 (docs/method.md): the optimal margins, derived and checked with sympy and scipy.
 
 Problem: minimise f(γ) = Σ_k a_k / γ_k² over γ > 0 subject to Σ_k γ_k = K·c̄ (a_k > 0, c̄ > 0).
 

@@ -13,8 +13,8 @@ method, variant, seed), each term of the bound with ``theory.bound.bound_from_su
 and compares the bound with the test error 1 − ``top1``. The assumptions are those of
 ``theory.bound`` (Λ from the trained head, γ treated as fixed, c = 1, δ = 0.05 by default).
 
-It also checks Corollary 1 on the statistics of real trained models: at the run's mean margin
-c̄ = (1/K) Σ_k γ_k, the complexity term with MR²'s γ (Corollary 1 on the bound's a_k) against
+It also checks Corollary 1 on the statistics of real trained models: at the run's configured mean
+margin c̄ (its resolved config's ``method.options.c_bar``; 1 without one), the complexity term with MR²'s γ (Corollary 1 on the bound's a_k) against
 the one with uniform γ = c̄ (``complexity_mr2``, ``complexity_uniform``, their ratio), and the
 ratio for the γ the run was actually trained with (``complexity_ratio_trained``).
 """
@@ -28,12 +28,12 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from mr2.io import atomic_path, save_text
+from mr2.common.io import save_text
+from mr2.common.runs import DEFAULT_VARIANT, RUN_KEYS, run_label
+from mr2.results.plotting import save_figure
 
 from .bound import NORMS, augmented_variability, bound_from_summary, complexity_term, trained_margins
 
-RUN_KEYS = ["dataset", "method", "variant", "seed"]
-DEFAULT_VARIANT = "default"
 #: Λ column of runs.csv for each ``norm`` of ``theory.bound.weight_norm``.
 LAMBDA_COLUMNS = {"max_row": "head_max_row_norm", "frobenius": "head_frobenius_norm"}
 RUN_COLUMNS = ["train_margin_ce", "train_error", "n_train", "num_classes", "top1", "head_bias"]
@@ -43,7 +43,7 @@ TERM_TITLES = {"empirical_term": "empirical (1/ln2·R̂)", "complexity_term": "c
                "confidence_term": "confidence", "bound": "bound", "test_error": "test error"}
 #: the table's columns, in order.
 COLUMNS = RUN_KEYS + [
-    "num_classes", "num_train", "c_bar", "head_bias", "norm", "lam", "c", "delta",
+    "num_classes", "num_train", "c_bar", "head_bias", "norm", "head_norm", "c", "delta",
     "train_error", "margin_risk", "empirical_term", "margin_sum", "complexity_term", "confidence_term",
     "bound", "test_error", "holds", "tightness",
     "complexity_mr2", "complexity_uniform", "complexity_ratio", "complexity_ratio_trained",
@@ -70,9 +70,16 @@ def read_tables(tables_dir: str | Path) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 # ----------------------------------------------------------------------------- one run
-def mean_margin(gamma) -> float:
-    """c̄ = (1/K) Σ_k γ_k, the mean margin of a run (1 for ERM, c̄ for MR² and its ablations)."""
-    return float(np.mean(np.asarray(gamma, dtype=np.float64)))
+#: the runs-table column of the configured mean margin c̄ (the run's resolved config)
+C_BAR_COLUMN = "config.method.options.c_bar"
+
+
+def configured_c_bar(run: pd.Series) -> float:
+    """The run's mean margin c̄ as its resolved config sets it (``method.options.c_bar``); 1 for a method
+    without that option (cross-entropy and the baselines train with γ ≡ 1, the release's margins have
+    mean 1)."""
+    value = run.get(C_BAR_COLUMN)
+    return 1.0 if value is None or pd.isna(value) else float(value)
 
 
 def run_bound(run: pd.Series, classes: pd.DataFrame, norm: str = "max_row", c: float = 1.0,
@@ -87,13 +94,13 @@ def run_bound(run: pd.Series, classes: pd.DataFrame, norm: str = "max_row", c: f
         raise ValueError(f"run {keys}: per_class.csv has classes {list(classes['class'])}, expected 0..{k - 1}")
     a = classes["a"].to_numpy(np.float64)
     gamma = classes["gamma"].to_numpy(np.float64)
-    bias, lam, n = bool(run["head_bias"]), float(run[LAMBDA_COLUMNS[norm]]), int(run["n_train"])
-    report = bound_from_summary(float(run["train_margin_ce"]), a, gamma, lam, n, 1.0 - float(run["top1"]),
+    bias, head_norm, n = bool(run["head_bias"]), float(run[LAMBDA_COLUMNS[norm]]), int(run["n_train"])
+    report = bound_from_summary(float(run["train_margin_ce"]), a, gamma, head_norm, n, 1.0 - float(run["top1"]),
                                 bias=bias, norm=norm, c=c, delta=delta)
     a_bound = augmented_variability(a) if bias else a
-    c_bar = mean_margin(gamma)
-    mr2 = complexity_term(a_bound, trained_margins("mr2", a_bound, c_bar), lam, n)
-    uniform = complexity_term(a_bound, trained_margins("uniform", a_bound, c_bar), lam, n)
+    c_bar = configured_c_bar(run)
+    mr2 = complexity_term(a_bound, trained_margins("mr2", a_bound, c_bar), head_norm, n)
+    uniform = complexity_term(a_bound, trained_margins("uniform", a_bound, c_bar), head_norm, n)
     row = {**keys, **report.as_dict(), "c_bar": c_bar, "head_bias": bias, "train_error": float(run["train_error"]),
            "margin_risk": float(run["train_margin_ce"]), "complexity_mr2": mr2, "complexity_uniform": uniform,
            "complexity_ratio": mr2 / uniform if uniform > 0 else 1.0,
@@ -126,15 +133,15 @@ def read_bound_table(path: str | Path) -> pd.DataFrame:
     return pd.read_csv(path)
 
 
-def complexity_curve(a, lam: float, num_train: int, c_bars: Sequence[float], bias: bool = False) -> pd.DataFrame:
+def complexity_curve(a, head_norm: float, num_train: int, c_bars: Sequence[float], bias: bool = False) -> pd.DataFrame:
     """The complexity term against the mean margin c̄, with MR²'s γ and with uniform γ, for fixed a_k
     (one trained model's): columns c_bar, complexity_mr2, complexity_uniform. Both fall as 1/c̄
     (Σ a_k/γ_k² scales as 1/c̄² at a fixed shape of γ); the empirical term, which grows with c̄,
     needs the model's logits and is not in the tidy tables."""
     a_bound = augmented_variability(a) if bias else np.asarray(a, dtype=np.float64)
     rows = [{"c_bar": float(cb),
-             "complexity_mr2": complexity_term(a_bound, trained_margins("mr2", a_bound, cb), lam, num_train),
-             "complexity_uniform": complexity_term(a_bound, trained_margins("uniform", a_bound, cb), lam, num_train)}
+             "complexity_mr2": complexity_term(a_bound, trained_margins("mr2", a_bound, cb), head_norm, num_train),
+             "complexity_uniform": complexity_term(a_bound, trained_margins("uniform", a_bound, cb), head_norm, num_train)}
             for cb in c_bars]
     return pd.DataFrame(rows)
 
@@ -148,17 +155,12 @@ def run_curve(row: pd.Series, per_class: pd.DataFrame, c_bars: Sequence[float]) 
         mine = mine[mine[k] == v]
     if mine.empty:
         raise ValueError(f"per_class.csv has no rows for the run {keys}")
-    curve = complexity_curve(mine.sort_values("class")["a"].to_numpy(np.float64), float(row["lam"]),
+    curve = complexity_curve(mine.sort_values("class")["a"].to_numpy(np.float64), float(row["head_norm"]),
                              int(row["num_train"]), c_bars, bias=bool(row["head_bias"]))
     return curve.assign(**keys)
 
 
 # ----------------------------------------------------------------------------- summaries
-def run_label(method: str, variant: str) -> str:
-    """``mr2`` for the default variant, ``mr2 (c_bar=2.0)`` otherwise."""
-    return method if variant == DEFAULT_VARIANT else f"{method} ({variant})"
-
-
 def summary(table: pd.DataFrame) -> pd.DataFrame:
     """Mean over seeds per dataset, method and variant of each term, the bound, the test error and
     the complexity ratio; ``holds`` counts the runs whose bound is at least their test error."""
@@ -296,22 +298,6 @@ def plot_complexity_curve(curve: pd.DataFrame):
     ax.legend(frameon=False)
     fig.tight_layout()
     return fig
-
-
-def save_figure(fig, stem: str | Path) -> list[Path]:
-    """Write ``fig`` as ``<stem>.png`` and ``<stem>.pdf`` (each atomically) and close it;
-    returns the two paths."""
-    import matplotlib.pyplot as plt
-
-    stem = Path(stem)
-    paths = [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".pdf")]
-    try:
-        for path in paths:
-            with atomic_path(path) as tmp:
-                fig.savefig(tmp, format=path.suffix[1:], dpi=150, bbox_inches="tight")
-    finally:
-        plt.close(fig)
-    return paths
 
 
 def write_text(text: str, path: str | Path) -> Path:

@@ -1,15 +1,15 @@
-"""Atomic file output: a crash never leaves a half-written result behind."""
+"""Atomic file output (a crash never leaves a half-written result behind) and YAML reading."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-import torch
 import yaml
 
 
@@ -26,11 +26,6 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-
-
-def save_torch(obj: Any, path: str | os.PathLike) -> None:
-    with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
 
 
 def save_text(text: str, path: str | os.PathLike) -> None:
@@ -50,3 +45,19 @@ def save_csv(frame, path: str | os.PathLike) -> None:
     """Write a pandas DataFrame as CSV atomically."""
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False)
+
+
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, but reading ``1e-6`` as a float (YAML 1.2), not as a string."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"),
+    list("-+0123456789."),
+)
+
+
+def load_yaml(text: str):
+    """Parse YAML text with numbers such as ``1e-6`` read as floats."""
+    return yaml.load(text, Loader=_Loader)

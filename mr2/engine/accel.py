@@ -9,9 +9,9 @@
 
 Host-device synchronisation in a training step (audited; see ``tests/test_speed.py``): the
 MR² loss, its class statistics and the cross-entropy use no ``.item()``, no ``nonzero`` and
-no boolean-mask indexing on CUDA. On the CPU, where host reads are free (``host_reads_are_free``),
-the loss does read label-dependent sizes: it reads the classes present once per step
-(``mr2.stats.class_layout``, a ``unique``), merges the statistics for those classes, skips the
+no boolean-mask indexing on CUDA. On the CPU, where host reads are free,
+the loss does read label-dependent sizes (``mr2.method.hostsync.host_reads_are_free``): it reads the classes present once per step
+(``mr2.method.stats.class_layout``, a ``unique``), merges the statistics for those classes, skips the
 samples alone in their class when measuring deviations (a ``nonzero``), and the representation
 term may enumerate its same-class pairs or blocks (``repeat_interleave``). The engine reads its
 per-epoch sums with ``.item()`` once, at the end of the epoch. Known exceptions, outside the MR² path: AutoAugment (``train.auto_augment``)
@@ -26,15 +26,6 @@ from typing import Any, Callable
 
 import torch
 from torch import nn
-
-
-def host_reads_are_free(device: torch.device) -> bool:
-    """True where reading a tensor's value on the host forces no device synchronisation: the CPU.
-
-    Code with a data-dependent fast path (``nonzero``, ``.item()``) takes it only here, so that
-    the same step stays free of host syncs on CUDA.
-    """
-    return device.type == "cpu"
 
 
 def uses_channels_last(device: torch.device, input_shape: tuple[int, ...]) -> bool:

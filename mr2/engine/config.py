@@ -8,11 +8,10 @@ Unknown keys and invalid values fail at once with a message naming the key.
 from __future__ import annotations
 
 import copy
-import re
 from pathlib import Path
 from typing import Any
 
-import yaml
+from ..common.io import load_yaml
 
 DEFAULTS: dict[str, Any] = {
     "seed": 0,
@@ -83,22 +82,6 @@ BOOLEAN = [("train", "nesterov"), ("train", "flip"), ("train", "auto_augment"), 
            ("train", "sync_bn")]
 # Sub-dicts whose keys are free-form (validated by their own factories).
 OPEN = {("model", "options"), ("method", "options"), ("tags",)}
-
-
-class _Loader(yaml.SafeLoader):
-    """PyYAML's safe loader, but reading ``1e-6`` as a float (YAML 1.2), not as a string."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?$|^[-+]?\.(?:inf|Inf|INF)$|^\.(?:nan|NaN|NAN)$"),
-    list("-+0123456789."),
-)
-
-
-def load_yaml(text: str):
-    """Parse YAML text with numbers such as ``1e-6`` read as floats."""
-    return yaml.load(text, Loader=_Loader)
 
 
 class ConfigError(ValueError):

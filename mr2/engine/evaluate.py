@@ -16,7 +16,6 @@ travels in ``metrics.json``.
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
@@ -25,26 +24,17 @@ import pandas as pd
 import torch
 
 from .data import load_prepared
-from .io import save_csv, save_json
+from ..common.io import save_csv, save_json
+from ..common.runs import run_keys
 from .augment import normalize
 from .loader import Source
-from .losses import build_loss, logit_margin_cross_entropy
+from ..method.losses import logit_margin_cross_entropy
 from .models import build_from_config
-from .stats import class_moments, lp_sq_norm
-from .train import as_trained_net, per_class_accuracy, predict, select_device
+from ..method.stats import class_moments, lp_sq_norm
+from .checkpoint import load_torch
+from .inference import per_class_accuracy, predict, select_device
 
 STAT_NORMS = (2.0, 3.0, 5.0)
-
-
-def run_keys(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The identity of a run in every table: dataset, method, variant, seed.
-
-    ``dataset`` is the pipeline's dataset key (``tags.dataset_key``) when the config has one,
-    so two dataset blocks reading the same data stay apart; otherwise ``data.name``.
-    """
-    tags = cfg.get("tags") or {}
-    return {"dataset": tags.get("dataset_key", cfg["data"]["name"]), "method": cfg["method"]["name"],
-            "variant": tags.get("variant", "default"), "seed": int(cfg["seed"])}
 
 
 def feature_statistics(features: torch.Tensor, y: torch.Tensor, k: int, p: float) -> dict[str, torch.Tensor]:
@@ -64,16 +54,16 @@ def affine_map(head: torch.nn.Module, feature_dim: int, device: torch.device) ->
 
 
 def load_run(run_dir: str | Path, device: torch.device):
-    """Model and loss of a finished run, rebuilt from the config saved in ``model.pt``."""
+    """(config, model, class summary) of a finished run from its ``model.pt``: the resolved config,
+    the trained model rebuilt from it, and the loss's final per-class tensors (e.g. ``gamma``)."""
     path = Path(run_dir) / "model.pt"
     if not path.is_file():
         raise FileNotFoundError(f"no trained model at {path}; run 'python -m mr2 train' first")
-    saved = torch.load(path, map_location=device, weights_only=False)
+    saved = load_torch(path, map_location=device)
     cfg, info = saved["config"], saved["info"]
     model = build_from_config(cfg["model"], info["num_classes"], info["input_shape"], with_weights=False).to(device)
     model.load_state_dict(saved["state"]["model"])
-    loss_state = saved["state"]["loss"]
-    return cfg, model, loss_state
+    return cfg, model, saved["class_summary"]
 
 
 def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, device: str = "auto",
@@ -82,15 +72,9 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
     if threads:
         torch.set_num_threads(threads)
     dev = select_device(device)
-    cfg, model, loss_state = load_run(run_dir, dev)
+    cfg, model, summary = load_run(run_dir, dev)
     data = load_prepared(data_path)
     info, k = data.info, data.info.num_classes
-    counts = torch.bincount(data.train.y, minlength=k)
-    loss = build_loss(cfg["method"]["name"], k, model.feature_dim, class_counts=counts, num_samples=len(data.train.y),
-                      model_builder=lambda: as_trained_net(copy.deepcopy(model), cfg["train"]["mode"]),
-                      **cfg["method"]["options"])
-    loss.load_state_dict(loss_state)
-    loss.to(dev).eval()
     mean, std = torch.tensor(info.mean, device=dev), torch.tensor(info.std, device=dev)
     def transform(x):
         return normalize(x, mean, std)
@@ -103,7 +87,7 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
     y_test, y_train = test.y, train.y
     pred = test_logits.argmax(1)
     acc = per_class_accuracy(pred, y_test, k)
-    gamma = loss.class_summary().get("gamma", torch.ones(k, device=dev)).float()
+    gamma = summary.get("gamma", torch.ones(k)).to(dev).float()  # γ ≡ 1 for methods without margins
 
     keys = run_keys(cfg)
     table = pd.DataFrame({"class": np.arange(k), "class_name": info.class_names,
@@ -153,35 +137,3 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
     save_csv(confusion, out / "confusion.csv")
     save_json(metrics, out / "metrics.json")
     return metrics
-
-
-def difficulty_groups(reference: pd.DataFrame) -> pd.Series:
-    """Easy/medium/hard classes from the reference method's per-class accuracy.
-
-    Our reading of the paper (its rule is unpublished): rank the classes by the reference
-    method's (ERM's) test accuracy averaged over seeds, and cut the ranking into thirds:
-    the lowest third is "hard", the middle "medium", the highest "easy". When K is not a
-    multiple of 3 the extra classes go to the hard, then the medium group
-    (``numpy.array_split``); ties are broken by class index. The same split is used for
-    every method. ``reference`` has columns ``class`` and ``accuracy`` (one row per class
-    and seed). Returns a Series class -> group.
-    """
-    mean = reference.groupby("class")["accuracy"].mean()
-    order = mean.reset_index().sort_values(["accuracy", "class"], kind="stable")["class"].to_numpy()
-    groups = pd.Series(index=pd.Index(order, name="class"), dtype=object)
-    for name, part in zip(("hard", "medium", "easy"), np.array_split(order, 3)):
-        groups.loc[part] = name
-    return groups.sort_index().rename("group")
-
-
-def group_accuracy(per_class: pd.DataFrame, groups: pd.Series) -> pd.DataFrame:
-    """Mean per-class accuracy of each group, per run.
-
-    ``per_class`` has one row per (run, class) with the run keys and ``accuracy``; returns
-    one row per run with columns all, easy, medium, hard, worst (worst-class accuracy).
-    """
-    keys = [c for c in ("dataset", "method", "variant", "seed") if c in per_class]
-    frame = per_class.merge(groups.reset_index(), on="class", how="left")
-    by_group = frame.pivot_table(index=keys, columns="group", values="accuracy", aggfunc="mean")
-    overall = frame.groupby(keys)["accuracy"].agg(all="mean", worst="min")
-    return overall.join(by_group[[g for g in ("easy", "medium", "hard") if g in by_group]]).reset_index()

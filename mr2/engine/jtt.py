@@ -27,9 +27,10 @@ import torch
 
 from .augment import normalize
 from .data import load_prepared
-from .io import save_csv
+from ..common.io import save_csv
+from .inference import predict, select_device
 from .loader import Source
-from .losses import resolve_options
+from ..method.losses import resolve_options
 from .upsample import ERROR_COLUMNS
 
 
@@ -66,7 +67,6 @@ def error_set(run_dir: str | Path, data_path: str | Path, out: str | Path, devic
     a CSV with a row per misclassified training sample (``index`` into the split, ``label``,
     ``predicted``), sorted by index. Returns the table."""
     from .evaluate import load_run
-    from .train import predict, select_device
 
     if threads:
         torch.set_num_threads(threads)

@@ -1,7 +1,8 @@
 """Training: one run = one dataset × method × options × seed, from a resolved config.
 
 Outputs (in ``out_dir``, written atomically at the end):
-  model.pt     final weights of the model and the loss state, with the resolved config
+  model.pt     final weights of the model and the loss state, with the resolved config and the
+               loss's final per-class summary (e.g. a_k, γ_k)
   config.yaml  the resolved config
   epochs.csv   tidy per-epoch log: epoch, class (empty for run-level rows), name, value
                (loss parts, train/val accuracy, lr, and per-class a_k, γ_k, s̄, ...)
@@ -21,7 +22,6 @@ on the gathered global batch, so the MR² statistics, γ and s̄ are those of on
 
 from __future__ import annotations
 
-import contextlib
 import math
 import sys
 import time
@@ -37,10 +37,12 @@ from . import distributed
 from .accel import CompiledOrEager, optimizer_options, to_channels_last, uses_channels_last
 from .config import ConfigError
 from .data import load_prepared
-from .io import save_csv, save_torch, save_yaml
+from ..common.io import save_csv, save_yaml
+from .checkpoint import load_torch, save_torch
 from .loader import Source, in_memory
-from .losses import build_loss
-from .models import build_from_config, freeze_backbone
+from ..method.losses import build_loss, resolve_options
+from .inference import autocast_for, per_class_accuracy, predict, select_device
+from .models import HeadOnly, as_trained_net, build_from_config, freeze_backbone
 from .upsample import epoch_index
 
 CHECKPOINT = "checkpoint.pt"
@@ -48,16 +50,6 @@ CHECKPOINT = "checkpoint.pt"
 
 class NonFiniteLossError(RuntimeError):
     """The training loss became NaN or infinite; the last good checkpoint is kept."""
-
-
-def select_device(spec: str) -> torch.device:
-    """``auto`` -> CUDA when available, else CPU; otherwise the device named."""
-    if spec == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(spec)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(f"config key 'device' is {spec!r} but CUDA is not available on this machine")
-    return device
 
 
 def epoch_seed(seed: int, epoch: int) -> int:
@@ -72,52 +64,6 @@ def lr_at(step: int, total_steps: int, warmup_steps: int, base_lr: float, min_lr
         return base_lr * (step + 1) / warmup_steps
     t = (step - warmup_steps) / max(1, total_steps - warmup_steps)
     return min_lr + (base_lr - min_lr) * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
-
-
-def autocast_for(device: torch.device, amp: str):
-    """bf16 autocast on CUDA (``amp: auto`` or ``bf16``); full precision otherwise."""
-    if device.type == "cuda" and amp in ("auto", "bf16"):
-        return torch.autocast("cuda", dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
-def as_trained_net(model: nn.Module, mode: str) -> nn.Module:
-    """The network the training step feeds: ``model`` itself, or in linear probing (``mode``)
-    its head on cached backbone features, the backbone frozen. Used for a loss's own second
-    network (LfF's biased model) so that it takes the same inputs as the model."""
-    return HeadOnly(freeze_backbone(model)) if mode == "linear_probe" else model
-
-
-class HeadOnly(nn.Module):
-    """The classifier head of a model, applied to cached backbone features (linear probing)."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        e = self.model.head.embed(features)
-        return self.model.head.classify(e), e
-
-
-@torch.no_grad()
-def predict(net: nn.Module, source: Source, batch_size: int, transform: Callable, device, amp: str):
-    """Logits and features of a whole split in eval mode, in large batches without gradients."""
-    net.eval()
-    logits, feats = [], []
-    for xb, _ in source.batches(torch.arange(len(source)), batch_size):
-        with autocast_for(device, amp):
-            lo, fe = net(transform(xb))
-        logits.append(lo.float())
-        feats.append(fe.float())
-    return torch.cat(logits), torch.cat(feats)
-
-
-def per_class_accuracy(pred: torch.Tensor, y: torch.Tensor, k: int) -> torch.Tensor:
-    """acc_k = (1/n_k) Σ_{i: y_i = k} 1[pred_i = k] (NaN for a class with no samples)."""
-    correct = torch.zeros(k, device=y.device).index_add_(0, y, (pred == y).float())
-    n = torch.bincount(y, minlength=k).float()
-    return correct / n
 
 
 class Runner:
@@ -313,6 +259,8 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     """Train one run (see module docstring). Returns the last epoch's run-level numbers."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # every option of the method written out: the saved config says what the run used
+    cfg = {**cfg, "method": {**cfg["method"], "options": resolve_options(cfg["method"]["name"], cfg["method"]["options"])}}
     runner = Runner(cfg, data_path, out, log)
     log = runner.log  # silent on every rank but 0
     tc = cfg["train"]
@@ -320,7 +268,7 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     rows: list[dict[str, Any]] = []
     start, best = 0, None
     if ckpt_path.exists():
-        ckpt = torch.load(ckpt_path, map_location=runner.device, weights_only=False)
+        ckpt = load_torch(ckpt_path, map_location=runner.device)
         if resume_key(ckpt["config"]) == resume_key(cfg):
             runner.load_state(ckpt["state"])
             runner.opt.load_state_dict(ckpt["optimizer"])
@@ -353,8 +301,9 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
         runner.load_state(best["state"])
         final_epoch = best["epoch"]
     if runner.world.is_main:  # one writer in a data-parallel run
-        save_torch({"config": cfg, "state": runner.state(), "epoch": final_epoch, "info": runner.data.info.__dict__},
-                   out / "model.pt")
+        summary = {name: v.detach().float().cpu() for name, v in runner.loss.class_summary().items()}
+        save_torch({"config": cfg, "state": runner.state(), "epoch": final_epoch, "info": runner.data.info.to_dict(),
+                    "class_summary": summary}, out / "model.pt")
         save_yaml(cfg, out / "config.yaml")
         save_csv(pd.DataFrame(rows, columns=["epoch", "class", "name", "value"]), out / "epochs.csv")
         ckpt_path.unlink(missing_ok=True)

@@ -1,4 +1,4 @@
-"""Per-class logit margins γ_k (PAPER.md, "Corollary 1").
+"""Per-class logit margins γ_k (docs/method.md, "Corollary 1").
 
 Both functions return a length-K tensor on the device and dtype of their input, carry no
 gradient (margins are targets set from statistics, not parameters), and have mean c̄.
@@ -12,7 +12,7 @@ import torch
 def optimal_margins(a: torch.Tensor, c_bar: float) -> torch.Tensor:
     """Corollary 1: γ_k = c̄ · K · a_k^{1/3} / Σ_j a_j^{1/3}.
 
-    The minimiser of Σ_k a_k/γ_k² subject to (1/K) Σ_k γ_k = c̄ (PAPER.md). Larger class
+    The minimiser of Σ_k a_k/γ_k² subject to (1/K) Σ_k γ_k = c̄ (docs/method.md). Larger class
     variability a_k gives a larger margin; equal a_k give γ_k = c̄ for every k.
 
     Degenerate case (documented rule): when every a_k is 0 the formula is 0/0 and every

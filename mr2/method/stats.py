@@ -1,4 +1,4 @@
-"""Class statistics of penultimate features (PAPER.md, "Notation").
+"""Class statistics of penultimate features (docs/method.md, "Notation").
 
 Symbols, each computed by exactly one function below:
 
@@ -21,7 +21,7 @@ mean and mean squared deviation of a two-part mixture:
 The last term is what makes the estimator consistent when a batch holds one sample of a
 class (CIFAR-100 at batch 128): v_k is then 0, but the sample's distance from the running
 mean carries the spread. With p = 2 the merge is exact, so ‖μ̂_k‖² + ‖ŝ_k‖² equals the
-running mean of ‖φ(x)‖² (the identity in PAPER.md) and a_k is unbiased for the class's
+running mean of ‖φ(x)‖² (the identity in docs/method.md) and a_k is unbiased for the class's
 second moment. For p ≠ 2 the same merge is applied to L_p norms (an approximation).
 
 Momentum β is *per sample of the class*: r_k = max(n_k / (c_k + n_k), 1 − β^{n_k}), where c_k
@@ -52,7 +52,7 @@ from typing import Callable, NamedTuple
 import torch
 from torch import nn
 
-from . import accel
+from . import hostsync
 from .precision import upcast
 
 Reduce = Callable[[torch.Tensor], torch.Tensor]
@@ -96,7 +96,7 @@ def class_moments(
         both = reduce(torch.cat([sums, n.unsqueeze(1)], dim=1))
         sums, n = both[:, :d], both[:, d]
     m = sums.div_(n.clamp_min(1).unsqueeze(1))
-    if accel.host_reads_are_free(features.device):  # a sample alone in its class deviates by exactly 0
+    if hostsync.host_reads_are_free(features.device):  # a sample alone in its class deviates by exactly 0
         paired = (n.index_select(0, targets) > 1).nonzero().squeeze(1)
         if paired.shape[0] < targets.shape[0]:
             features, targets = features.index_select(0, paired), targets.index_select(0, paired)
@@ -117,7 +117,7 @@ class ClassStats(nn.Module):
     Args:
         num_classes: K.
         feature_dim: D, the width of φ(x).
-        p: the norm of ‖μ̂_k‖_p and ‖ŝ_k‖_p (2 by default; PAPER.md suggests p ≠ 2 for
+        p: the norm of ‖μ̂_k‖_p and ‖ŝ_k‖_p (2 by default; docs/method.md suggests p ≠ 2 for
             L2-normalised features, where every a_k would otherwise be 1).
         momentum: β, per sample of a class (see module docstring), in [0, 1).
         reduce: optional summing all-reduce for data-parallel training.
@@ -243,7 +243,7 @@ def batch_slots(
     targets[s] and the other slots stay empty (n = 0, which changes nothing); otherwise the
     slots are the K classes. ``layout``: the batch's ``class_layout``, where already built.
     """
-    if accel.host_reads_are_free(targets.device):
+    if hostsync.host_reads_are_free(targets.device):
         layout = class_layout(targets) if layout is None else layout
         return layout.slot, layout.classes
     b = targets.shape[0]

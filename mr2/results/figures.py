@@ -17,80 +17,26 @@ Accuracies are drawn in percent; means are over seeds.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
-import matplotlib
+import matplotlib.ticker
+import pandas as pd
+import seaborn as sns
 
-matplotlib.use("Agg")
+from ..common.runs import DEFAULT_VARIANT, RUN_KEYS, run_label
+from .groups import run_group_accuracy
+from .plotting import (GROUP_COLOURS, GROUP_ORDER, PANEL_SIZE, _empty_panel, _one_legend, _panels, placeholder, plt,
+                       save_figure)
+from .statistics import spearman
 
-import matplotlib.ticker  # noqa: E402
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
-
-from .io import atomic_path  # noqa: E402
-from .results import DEFAULT_VARIANT, RUN_KEYS, run_group_accuracy  # noqa: E402
-
-GROUP_ORDER = ["all", "easy", "medium", "hard"]
-GROUP_COLOURS = {"easy": "tab:green", "medium": "tab:orange", "hard": "tab:red"}
 NO_SWEEP = "no sweep in this config"
-PANEL_SIZE = (4.5, 3.6)
 PANELS_PER_ROW = 4  # small multiples of the per-class change figure
-
-
-# ----------------------------------------------------------------------------- helpers
-def save_figure(fig: plt.Figure, stem: str | Path, dpi: int = 150) -> list[Path]:
-    """Write ``fig`` as ``<stem>.png`` and ``<stem>.pdf`` atomically and close it."""
-    stem = Path(stem)
-    paths = [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".pdf")]
-    try:
-        fig.tight_layout()
-        for path in paths:
-            with atomic_path(path) as tmp:
-                fig.savefig(tmp, format=path.suffix[1:], dpi=dpi)
-    finally:
-        plt.close(fig)
-    return paths
-
-
-def placeholder(stem: str | Path, message: str) -> list[Path]:
-    """A figure holding only ``message`` (for a config that has nothing to draw)."""
-    fig, ax = plt.subplots(figsize=PANEL_SIZE)
-    _empty_panel(ax, message)
-    return save_figure(fig, stem)
-
-
-def _empty_panel(ax: plt.Axes, message: str) -> None:
-    ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, transform=ax.transAxes)
-    ax.set_axis_off()
-
-
-def _panels(n: int, ncols: int | None = None, nrows: int = 1) -> tuple[plt.Figure, np.ndarray]:
-    ncols = ncols or n
-    fig, axes = plt.subplots(nrows, ncols, figsize=(PANEL_SIZE[0] * ncols, PANEL_SIZE[1] * nrows), squeeze=False)
-    return fig, axes
-
-
-def _one_legend(axes: Iterable[plt.Axes], title: str) -> None:
-    """Keep the legend of the last panel that has one, outside it on the right; drop the others."""
-    with_legend = [ax for ax in axes if ax.get_legend() is not None]
-    for ax in with_legend[:-1]:
-        ax.get_legend().remove()
-    if with_legend:
-        sns.move_legend(with_legend[-1], "upper left", bbox_to_anchor=(1.02, 1.0), title=title, frameon=False)
 
 
 def _labels_in_order(per_class: pd.DataFrame) -> list[str]:
     """Method labels in order of first appearance (the config's order of methods)."""
     pairs = per_class[["method", "variant"]].drop_duplicates()
     return [run_label(m, v) for m, v in zip(pairs["method"], pairs["variant"])]
-
-
-def run_label(method: str, variant: str) -> str:
-    """``mr2`` for the default variant, ``mr2 (c_bar=0.5)`` otherwise."""
-    return method if variant == DEFAULT_VARIANT else f"{method} ({variant})"
 
 
 def _select(frame: pd.DataFrame, methods: Sequence[str] | None, variants: Sequence[str] | None) -> pd.DataFrame:
@@ -109,7 +55,6 @@ def class_means(per_class: pd.DataFrame, columns: Sequence[str] = ("accuracy",))
     return means
 
 
-# ----------------------------------------------------------------------------- 1. sorted accuracy
 def plot_per_class_sorted(per_class: pd.DataFrame, stem: str | Path, methods: Sequence[str] | None = None,
                           variants: Sequence[str] | None = (DEFAULT_VARIANT,)) -> list[Path]:
     """Per-class accuracy (mean over seeds) sorted ascending, a line per method (Fig. 1a)."""
@@ -129,7 +74,6 @@ def plot_per_class_sorted(per_class: pd.DataFrame, stem: str | Path, methods: Se
     return save_figure(fig, stem)
 
 
-# ----------------------------------------------------------------------------- 2. accuracy vs a_k
 def plot_accuracy_vs_variability(per_class: pd.DataFrame, stem: str | Path, methods: Sequence[str] = ("erm", "mr2"),
                                  variant: str = DEFAULT_VARIANT, feature: str = "a") -> list[Path]:
     """Per-class test accuracy against a_k of the training features, each method its own a_k
@@ -144,8 +88,6 @@ def plot_accuracy_vs_variability(per_class: pd.DataFrame, stem: str | Path, meth
         part = data[data["dataset"] == dataset]
         sns.scatterplot(data=part, x=feature, y="accuracy", hue="label", hue_order=_labels_in_order(data),
                         ax=ax, s=18, alpha=0.7)
-        from .analysis import spearman  # one ρ for the whole project (analysis imports this module)
-
         rhos = [f"ρ[{label}] = {spearman(g[feature], g['accuracy']):.2f}" for label, g in part.groupby("label", sort=False)]
         ax.set(title=f"{dataset}\n" + ", ".join(rhos), xlabel=f"{feature} (training features)",
                ylabel="test accuracy (%)")
@@ -153,7 +95,6 @@ def plot_accuracy_vs_variability(per_class: pd.DataFrame, stem: str | Path, meth
     return save_figure(fig, stem)
 
 
-# ----------------------------------------------------------------------------- 3. group accuracy
 def plot_group_accuracy(per_class: pd.DataFrame, groups: pd.DataFrame, stem: str | Path,
                         methods: Sequence[str] | None = None, variants: Sequence[str] | None = (DEFAULT_VARIANT,),
                         errorbar: Any = "sd") -> list[Path]:
@@ -183,7 +124,6 @@ def plot_group_accuracy(per_class: pd.DataFrame, groups: pd.DataFrame, stem: str
     return save_figure(fig, stem)
 
 
-# ----------------------------------------------------------------------------- 4. change over reference
 def plot_change_vs_reference(per_class: pd.DataFrame, stem: str | Path, reference: str = "erm",
                              methods: Sequence[str] | None = None,
                              variants: Sequence[str] | None = (DEFAULT_VARIANT,)) -> list[Path]:
@@ -228,7 +168,6 @@ def plot_change_vs_reference(per_class: pd.DataFrame, stem: str | Path, referenc
     return save_figure(fig, stem)
 
 
-# ----------------------------------------------------------------------------- 5. margins over training
 def plot_margins_over_training(epochs: pd.DataFrame, groups: pd.DataFrame, stem: str | Path, method: str = "mr2",
                                variant: str = DEFAULT_VARIANT, show: Sequence[str] = ("easy", "hard"),
                                name: str = "gamma") -> list[Path]:
@@ -259,57 +198,41 @@ def plot_margins_over_training(epochs: pd.DataFrame, groups: pd.DataFrame, stem:
     return save_figure(fig, stem)
 
 
-# ----------------------------------------------------------------------------- 6. sweeps
-def parse_variant(variant: str) -> tuple[str, float] | None:
-    """``"c_bar=0.5"`` -> ("c_bar", 0.5); None for a variant that is not ``option=value``."""
-    if "=" not in variant:
-        return None
-    option, value = variant.split("=", 1)
-    try:
-        return option, float(value)
-    except ValueError:
-        raise ValueError(f"sweep variant {variant!r}: the value after '=' is not a number") from None
+#: the runs-table columns of a run's resolved config that say which option a sweep variant changes
+SWEEP_TAG = "config.tags.sweep"
 
 
-def default_value(runs: pd.DataFrame | None, method: str, option: str) -> float:
-    """The value of ``option`` in the default variant's resolved config (``config.method.options.<option>``),
-    else ``mr2.losses.factory.MR2_DEFAULTS``."""
-    column = f"config.method.options.{option}"
-    if runs is not None and column in runs:
-        found = runs.loc[(runs["method"] == method) & (runs["variant"] == DEFAULT_VARIANT), column].dropna()
-        if len(found):
-            return float(found.iloc[0])
-    from .losses.factory import MR2_DEFAULTS
-
-    if option not in MR2_DEFAULTS:
-        raise ValueError(f"no default for swept option {option!r}: not in the runs' config nor in MR2_DEFAULTS")
-    return float(MR2_DEFAULTS[option])
+def option_column(option: str) -> str:
+    """The runs-table column of a method option in the run's resolved config."""
+    return f"config.method.options.{option}"
 
 
-def sweep_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame, method: str = "mr2",
+def sweep_table(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, method: str = "mr2",
                 options: Sequence[str] = ("c_bar", "lam")) -> pd.DataFrame:
-    """A row per run of the sweeps: dataset, seed, option, value, all, hard (fractions).
+    """A row per run of the sweeps: dataset, seed, variant, option, value, all, hard (fractions).
 
-    A sweep of ``option`` on a dataset consists of its ``option=value`` variants plus the
-    default variant at the default value; a dataset without such variants has no rows.
+    A sweep of ``option`` on a dataset is the runs of ``method`` whose resolved config marks them as
+    varying it (``tags.sweep``, set by the pipeline) plus the default variant; each run's value is
+    the option as its resolved config holds it (``method.options.<option>``), never parsed from a
+    variant's name. A dataset without such runs has no rows.
     """
-    own = per_class[per_class["method"] == method]
+    columns = ["dataset", "seed", "variant", "option", "value", "all", "hard"]
+    own = runs[runs["method"] == method]
     out = []
     for option in options:
-        # only this option's variants are parsed: others (e.g. "statistic=spread") may not be numbers
-        mine = [v for v in own["variant"].unique() if str(v).split("=", 1)[0] == option]
-        swept = {v: p[1] for v in mine if (p := parse_variant(v))}
-        if not swept:
+        column = option_column(option)
+        if SWEEP_TAG not in own or column not in own:
             continue
-        values = {**swept, DEFAULT_VARIANT: default_value(runs, method, option)}
-        part = own[own["variant"].isin(list(values))]
-        part = part[part["dataset"].isin(part.loc[part["variant"] != DEFAULT_VARIANT, "dataset"].unique())]
-        acc = run_group_accuracy(part, groups)
-        acc["option"], acc["value"] = option, acc["variant"].map(values)
-        out.append(acc)
+        swept = own[own[SWEEP_TAG] == option]
+        if swept.empty:
+            continue
+        members = pd.concat([swept, own[(own["variant"] == DEFAULT_VARIANT) & own["dataset"].isin(swept["dataset"])]])
+        part = per_class.merge(members[RUN_KEYS], on=RUN_KEYS)
+        acc = run_group_accuracy(part, groups).merge(members[RUN_KEYS + [column]], on=RUN_KEYS)
+        out.append(acc.assign(option=option, value=acc[column].astype(float)))
     if not out:
-        return pd.DataFrame(columns=["dataset", "seed", "option", "value", "all", "hard"])
-    return pd.concat(out, ignore_index=True)[["dataset", "seed", "variant", "option", "value", "all", "hard"]]
+        return pd.DataFrame(columns=columns)
+    return pd.concat(out, ignore_index=True)[columns]
 
 
 def plot_sweeps(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame, stem: str | Path,
@@ -342,7 +265,6 @@ def plot_sweeps(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.D
     return save_figure(fig, stem)
 
 
-# ----------------------------------------------------------------------------- all figures
 def make_figures(tables: dict[str, pd.DataFrame], groups: pd.DataFrame, out_dir: str | Path,
                  reference: str = "erm", sweep_method: str = "mr2") -> dict[str, list[Path]]:
     """Every figure of the report into ``out_dir`` as ``<name>.png`` and ``<name>.pdf``.

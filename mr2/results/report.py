@@ -14,12 +14,14 @@ from typing import Any, Sequence
 import pandas as pd
 import yaml
 
-from .analysis import premise_section
-from .io import save_text
-from .results import DEFAULT_VARIANT, paired_difference, per_run_metrics
+from ..common.io import save_text
+from ..common.runs import DEFAULT_VARIANT
+from .premise_text import premise_section
+from .statistics import paired_difference
+from .tables import per_run_metrics
 
-# What the paper claims for MR² against ERM (PAPER.md, "Experimental protocol"), and the
-# third-party summary's CIFAR-100 / ResNet-32 numbers (unverified; percent).
+# The paper's CIFAR-100 / ResNet-32 numbers for ERM and MR² as a third-party summary gives them
+# (unverified; percent; docs/method.md, "Experimental protocol").
 PAPER_CIFAR100 = {"erm": {"all": 70.9, "hard": 56.7}, "mr2": {"all": 71.8, "hard": 58.5}}
 ABLATIONS = ("mr2_uniform", "mr2_no_rep")
 #: what a method's paired hard/easy verdicts against the reference mean for the paper's claim

@@ -27,22 +27,18 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 import yaml
-from scipy import stats
 
-from .evaluate import difficulty_groups, group_accuracy, run_keys
-from .io import save_csv, save_text
+from ..common.io import save_csv, save_text
+from ..common.runs import DEFAULT_VARIANT, RUN_KEYS, run_keys
+from .groups import run_group_accuracy
+from .statistics import paired_difference
 
-RUN_KEYS = ["dataset", "method", "variant", "seed"]
-DEFAULT_VARIANT = "default"
 EVAL_SUBDIR = "eval"
-#: the columns of the results table, in order: overall top-1 (from metrics.json), mean
-#: per-class accuracy, the three groups' mean accuracy and the worst class's accuracy.
 METRICS = ["top1", "all", "easy", "medium", "hard", "worst"]
 METRIC_TITLES = {"top1": "Top-1", "all": "All", "easy": "Easy", "medium": "Medium", "hard": "Hard",
                  "worst": "Worst class"}
 
 
-# ----------------------------------------------------------------------------- aggregation
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     """A nested mapping as one level of dotted keys; lists become JSON text, empty mappings vanish."""
     out: dict[str, Any] = {}
@@ -125,51 +121,6 @@ def read_tables(out_dir: str | Path, names: Iterable[str] = ("per_class", "runs"
             frame["class"] = frame["class"].astype("Int64")
         out[name] = frame
     return out
-
-
-# ----------------------------------------------------------------------------- groups
-def difficulty_table(per_class: pd.DataFrame, reference: str = "erm",
-                     variant: str = DEFAULT_VARIANT) -> pd.DataFrame:
-    """Easy/medium/hard classes of every dataset, from the reference method's runs.
-
-    Applies ``mr2.evaluate.difficulty_groups`` (thirds of the classes ranked by the
-    reference's per-class accuracy, mean over seeds) to each dataset. Returns columns
-    dataset, class, group. A dataset without runs of the reference is an error naming it.
-    """
-    out = []
-    for dataset, frame in per_class.groupby("dataset", sort=False):
-        ref = frame[(frame["method"] == reference) & (frame["variant"] == variant)]
-        if ref.empty:
-            raise ValueError(f"dataset {dataset!r} has no runs of the reference method {reference!r} "
-                             f"(variant {variant!r}); the easy/medium/hard groups are defined by it")
-        groups = difficulty_groups(ref).reset_index()
-        groups.insert(0, "dataset", dataset)
-        out.append(groups)
-    return pd.concat(out, ignore_index=True)
-
-
-def run_group_accuracy(per_class: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
-    """A row per run: all, easy, medium, hard, worst (``mr2.evaluate.group_accuracy`` per dataset)."""
-    out = []
-    for dataset, frame in per_class.groupby("dataset", sort=False):
-        g = groups[groups["dataset"] == dataset].set_index("class")["group"]
-        if g.empty:
-            raise ValueError(f"no easy/medium/hard groups for dataset {dataset!r}")
-        out.append(group_accuracy(frame, g))
-    return pd.concat(out, ignore_index=True)
-
-
-# ----------------------------------------------------------------------------- results table
-def paired_difference(values: np.ndarray, reference: np.ndarray, level: float = 0.95) -> dict[str, float]:
-    """Mean paired difference d̄ = mean(x_s − r_s) over seeds s, with the t-interval
-    d̄ ± t_{(1+level)/2, n−1} · sd(d)/√n (sd with n − 1). With n = 1 the interval is NaN."""
-    d = np.asarray(values, dtype=float) - np.asarray(reference, dtype=float)
-    n = len(d)
-    mean = float(d.mean()) if n else math.nan
-    if n < 2:
-        return {"diff": mean, "diff_lo": math.nan, "diff_hi": math.nan, "n_paired": n}
-    half = stats.t.ppf((1 + level) / 2, n - 1) * d.std(ddof=1) / math.sqrt(n)
-    return {"diff": mean, "diff_lo": mean - half, "diff_hi": mean + half, "n_paired": n}
 
 
 def per_run_metrics(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame) -> pd.DataFrame:

@@ -11,10 +11,10 @@ import shlex
 
 from snakemake.utils import validate
 
-from mr2 import config as run_config
-from mr2.data import check_available
-from mr2 import jtt as jtt_stages
-from mr2.losses.factory import check_options
+from mr2.engine import config as run_config
+from mr2.engine.data import check_available
+from mr2.engine import jtt as jtt_stages
+from mr2.method.losses.factory import check_options
 
 # Snakemake's --config reads the items of a list as strings ("seeds=[0,1]" gives ["0", "1"]).
 if all(isinstance(seed, str) and seed.isdigit() for seed in config.get("seeds", [])):

@@ -1,7 +1,7 @@
 # JTT (Liu et al. 2021) as two steps before its run (mr2/jtt.py): stage 1, an ERM run of
 # `stage1_epochs` epochs, then its error set on the TRAINING split (never test); the `jtt` run
 # itself (rule train) up-samples that set `upweight` times in every epoch.
-from mr2.distributed import launcher
+from mr2.engine.distributed import launcher
 
 
 rule jtt_stage1:

@@ -1,11 +1,11 @@
-from mr2.distributed import launcher
+from mr2.engine.distributed import launcher
 
 
 rule train:
     """One run: dataset x method x variant x seed. A crashed job resumes from the run's
     checkpoint.pt (not a declared output, so Snakemake keeps it) when the workflow is rerun.
     With `gpus: N` > 1 in the config the run is one torchrun job of N processes (DDP, one GPU
-    each, on one node; see mr2.distributed)."""
+    each, on one node; see mr2.engine.distributed)."""
     input:
         data=DATA,
         upsample=upsample_input,

@@ -1,10 +1,7 @@
-"""Datasets of the engine: loading by name, validation split, subsampling, the prepared cache.
+"""The dataset registry: every dataset by name, its loader, and the checks of a data config.
 
-Flow: ``load_raw(name)`` gives the official training pool and test split -> ``prepare_dataset``
-caps classes (``train_cap``/``test_cap``), carves a seeded stratified validation split from the
-training pool, recomputes the normalisation statistics on the final training split, and writes
-one checksummed torch file atomically -> ``load_prepared`` verifies and reads it back.
-Model selection must use ``val`` only; ``test`` is for the final evaluation.
+``load_raw(name)`` gives the official training pool and test split of a dataset;
+``mr2.engine.data.cache`` turns them into the prepared file a run trains on.
 
 Datasets (``DATASETS``; ``root`` defaults to ``DEFAULT_DATA_ROOT``, downloads only with
 ``download=True``):
@@ -21,7 +18,7 @@ digits     memory    scikit-learn's bundled 8x8 digits, fixed stratified test sp
                      (``DIGITS_TEST_FRACTION`` of each class, seed ``DIGITS_TEST_SEED``)
 cifar100   memory    ``root/cifar-100-python/{train,test,meta}`` (python pickle layout)
 flowers102, oxford_pets, stanford_cars, food101, fgvc_aircraft
-           files     torchvision's parsers under ``root/<its folder>`` (see ``data_files``)
+           files     torchvision's parsers under ``root/<its folder>`` (see ``mr2.engine.data.files``)
 imagenet   files     image folder ``root/train/<class>/*``, ``root/val/<class>/*``
                      (``root`` defaults to ``data/imagenet``)
 image_folder files   the same layout for any other set; ``root`` is required
@@ -30,17 +27,14 @@ image_folder files   the same layout for any other set; ``root`` is required
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import numpy as np
 import torch
 
-from mr2.data_files import (
+from .files import (
     DEFAULT_IMAGE_SIZE,
     TORCHVISION_SETS,
     FileSplit,
@@ -48,13 +42,15 @@ from mr2.data_files import (
     read_image_folder,
     read_torchvision_set,
 )
-from mr2.data_readers import (
+from .readers import (
     generate_mnist1d,
     load_sklearn_digits,
     read_cifar100_batch,
     read_cifar100_names,
     read_idx_pair,
 )
+from .split import stratified_split
+from .types import DatasetInfo, Split, TensorSplit
 
 DEFAULT_DATA_ROOT = Path("data")  # the project's (git-ignored) data folder, relative to the run directory
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
@@ -70,8 +66,6 @@ DIGITS_TEST_FRACTION = 0.2
 DIGITS_TEST_SEED = 0
 STATS_SAMPLE = 1000  # file-backed sets: mean/std from this many seeded training images at most
 STATS_SEED = 0
-PREPARED_FORMAT = "mr2.prepared/1"
-SPLIT_NAMES = ("train", "val", "test")
 
 CONFIG_DEFAULTS: dict = {
     "name": None,  # required
@@ -85,61 +79,6 @@ CONFIG_DEFAULTS: dict = {
 }
 
 
-@dataclass
-class DatasetInfo:
-    """What a model needs to know about a dataset.
-
-    ``input_shape`` is (C, H, W) for images and (C, L) for signals; ``mean``/``std`` are per
-    channel, of the training split, in [0, 1] units for images (raw units for signals).
-    """
-
-    name: str
-    num_classes: int
-    class_names: list[str]
-    input_shape: tuple[int, ...]
-    kind: str  # "image" or "signal"
-    mean: tuple[float, ...]
-    std: tuple[float, ...]
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["input_shape"], d["mean"], d["std"] = list(self.input_shape), list(self.mean), list(self.std)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "DatasetInfo":
-        return cls(
-            name=d["name"],
-            num_classes=int(d["num_classes"]),
-            class_names=list(d["class_names"]),
-            input_shape=tuple(d["input_shape"]),
-            kind=d["kind"],
-            mean=tuple(d["mean"]),
-            std=tuple(d["std"]),
-        )
-
-
-@dataclass
-class TensorSplit:
-    """In-memory split: x uint8 (N, C, H, W) for images or float32 (N, C, L) for signals; y int64 (N,)."""
-
-    x: torch.Tensor
-    y: torch.Tensor
-
-    def __post_init__(self):
-        if len(self.x) != len(self.y):
-            raise ValueError(f"TensorSplit: {len(self.x)} inputs but {len(self.y)} labels")
-
-    def __len__(self) -> int:
-        return len(self.y)
-
-    def subset(self, idx: torch.Tensor) -> "TensorSplit":
-        return TensorSplit(self.x[idx].contiguous(), self.y[idx].contiguous())
-
-
-Split = TensorSplit | FileSplit
-
-
 @dataclass(frozen=True)
 class DatasetSpec:
     """One registry entry: ``loader(root, download) -> (train, test, class_names)``."""
@@ -148,19 +87,6 @@ class DatasetSpec:
     kind: str  # "image" or "signal"
     storage: str  # "memory" or "files"
     loader: Callable
-
-
-@dataclass
-class PreparedData:
-    """The contents of a prepared file; ``indices`` index the official train pool / test split."""
-
-    train: Split
-    val: Split
-    test: Split
-    info: DatasetInfo
-    config: dict
-    checksum: str
-    indices: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- loaders
@@ -343,7 +269,7 @@ def _check_image_size(image_size, name="image_size") -> None:
         raise ValueError(f"{name} must be None or a positive int, got {image_size!r}")
 
 
-def _load(name: str, root, download: bool, image_size):
+def load_splits(name: str, root, download: bool, image_size):
     """(train, test, class_names) without statistics."""
     spec = _spec(name)
     _check_image_size(image_size)
@@ -371,7 +297,7 @@ def _input_shape(split: Split) -> tuple[int, ...]:
     return tuple(split.x.shape[1:])
 
 
-def _make_info(name: str, train: Split, classes: list[str]) -> DatasetInfo:
+def make_info(name: str, train: Split, classes: list[str]) -> DatasetInfo:
     mean, std = _split_stats(train)
     return DatasetInfo(name, len(classes), list(classes), _input_shape(train), DATASETS[name].kind, mean, std)
 
@@ -383,82 +309,9 @@ def load_raw(name: str, root=None, download: bool = False, image_size: int | Non
     file-backed ones (decoded at ``image_size``, default 224). ``info.mean/std`` are of the
     whole training pool here; ``prepare_dataset`` recomputes them on its final training split.
     """
-    train, test, classes = _load(name, root, download, image_size)
-    return train, test, _make_info(name, train, classes)
+    train, test, classes = load_splits(name, root, download, image_size)
+    return train, test, make_info(name, train, classes)
 
-
-# --------------------------------------------------------------------------- splits
-
-
-def _rank_within_class(y: torch.Tensor, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """A seeded random order of the samples grouped by class, and each sample's rank in its class.
-
-    Returns (order, rank): ``order`` lists sample indices class by class (random within class),
-    ``rank[j]`` is the position of ``order[j]`` among its class (0, 1, ...). No loop over classes.
-    """
-    g = torch.Generator().manual_seed(int(seed))
-    perm = torch.randperm(len(y), generator=g)
-    order = perm[torch.sort(y[perm], stable=True).indices]
-    ys = y[order]
-    counts = torch.bincount(ys)
-    starts = torch.cumsum(counts, 0) - counts
-    rank = torch.arange(len(y)) - starts[ys]
-    return order, rank
-
-
-def _check_labels(y: torch.Tensor, fn: str) -> torch.Tensor:
-    y = torch.as_tensor(y).cpu()
-    if y.dim() != 1 or y.dtype not in (torch.int64, torch.int32, torch.int16, torch.uint8):
-        raise ValueError(f"{fn}: y must be a 1-D integer tensor, got {tuple(y.shape)} {y.dtype}")
-    if len(y) and int(y.min()) < 0:
-        raise ValueError(f"{fn}: labels must be non-negative")
-    return y.long()
-
-
-def stratified_split(y: torch.Tensor, val_fraction: float, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Seeded stratified split of indices 0..N-1 into (train_idx, val_idx), both sorted.
-
-    Class k with n_k samples puts v_k = min(round(val_fraction * n_k), n_k - 1) randomly chosen
-    samples in validation (round half to even), so every class keeps at least one training
-    sample and the class proportions of both parts match the input's.
-    """
-    if not (isinstance(val_fraction, (int, float)) and 0.0 <= val_fraction < 1.0):
-        raise ValueError(f"val_fraction must be in [0, 1), got {val_fraction!r}")
-    y = _check_labels(y, "stratified_split")
-    if len(y) == 0:
-        empty = torch.empty(0, dtype=torch.int64)
-        return empty, empty.clone()
-    order, rank = _rank_within_class(y, seed)
-    counts = torch.bincount(y)
-    n_val = torch.minimum(torch.round(val_fraction * counts.double()).long(), (counts - 1).clamp_min(0))
-    is_val = rank < n_val[y[order]]
-    return order[~is_val].sort().values, order[is_val].sort().values
-
-
-def subsample_per_class(y: torch.Tensor, cap: int | None, seed: int) -> torch.Tensor:
-    """Sorted indices keeping min(cap, n_k) seeded random samples of every class k (all if cap is None).
-
-    Classes with at least ``cap`` samples end up exactly balanced at ``cap``.
-    """
-    y = _check_labels(y, "subsample_per_class")
-    if cap is None:
-        return torch.arange(len(y))
-    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 1:
-        raise ValueError(f"cap must be None or a positive int, got {cap!r}")
-    if len(y) == 0:
-        return torch.empty(0, dtype=torch.int64)
-    order, rank = _rank_within_class(y, seed)
-    return order[rank < cap].sort().values
-
-
-def derived_seed(seed: int, purpose: str) -> int:
-    """A seed for one purpose ("val", "train_cap", "test_cap") derived from ``split_seed``.
-
-    sha256 of "<seed>:<purpose>", first 8 bytes, so the draws of different purposes are
-    independent and each is fixed by ``split_seed`` alone.
-    """
-    digest = hashlib.sha256(f"{int(seed)}:{purpose}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
 
 
 # --------------------------------------------------------------------------- config
@@ -493,154 +346,3 @@ def resolve_config(cfg: dict) -> dict:
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise ValueError(f"dataset config key {key!r} must be None or a positive int, got {v!r}")
     return out
-
-
-# --------------------------------------------------------------------------- prepared file
-
-
-def _split_record(split: Split) -> dict:
-    if isinstance(split, TensorSplit):
-        return {"kind": "tensor", "x": split.x.contiguous(), "y": split.y.contiguous()}
-    return {"kind": "files", "paths": list(split.paths), "y": split.y.contiguous(), "image_size": split.image_size}
-
-
-def _split_from_record(rec: dict) -> Split:
-    if rec["kind"] == "tensor":
-        return TensorSplit(rec["x"], rec["y"])
-    return FileSplit(list(rec["paths"]), rec["y"], int(rec["image_size"]))
-
-
-def _hash_tensor(h, t: torch.Tensor) -> None:
-    t = t.detach().cpu().contiguous()
-    h.update(f"{t.dtype}{tuple(t.shape)}".encode())
-    h.update(memoryview(t.reshape(-1).view(torch.uint8).numpy()))
-
-
-def content_checksum(splits: dict, indices: dict, info: dict, config: dict) -> str:
-    """sha256 over every split's tensors (dtype, shape, bytes), paths, the indices, info and config."""
-    h = hashlib.sha256()
-    for name in SPLIT_NAMES:
-        rec = splits[name]
-        h.update(f"{name}:{rec['kind']}".encode())
-        if rec["kind"] == "tensor":
-            _hash_tensor(h, rec["x"])
-        else:
-            h.update(json.dumps([rec["paths"], rec["image_size"]]).encode())
-        _hash_tensor(h, rec["y"])
-        _hash_tensor(h, indices[name])
-    h.update(json.dumps([info, config], sort_keys=True).encode())
-    return h.hexdigest()
-
-
-def _class_counts(y: torch.Tensor, k: int) -> list[int]:
-    return torch.bincount(y, minlength=k).tolist()
-
-
-def prepare_dataset(cfg: dict, out_path) -> dict:
-    """Load, cap, split and cache a dataset in one checksummed torch file; return a summary.
-
-    Steps (every random draw fixed by ``split_seed``, see ``derived_seed``):
-    1. ``train_cap``: keep at most that many samples per class of the official training pool;
-    2. ``val_fraction``: stratified validation split of what remains (``stratified_split``);
-    3. ``test_cap``: the same per-class cap on the official test split;
-    4. ``info.mean/std`` from the final training split only (never validation or test data).
-    The file is written to a temporary name in the same folder and renamed (``os.replace``).
-    """
-    cfg = resolve_config(cfg)
-    out_path = Path(out_path)
-    name = cfg["name"]
-    train_pool, test_full, classes = _load(name, cfg["root"], cfg["download"], cfg["image_size"])
-    seed = cfg["split_seed"]
-
-    pool_idx = subsample_per_class(train_pool.y, cfg["train_cap"], derived_seed(seed, "train_cap"))
-    tr_local, va_local = stratified_split(train_pool.y[pool_idx], cfg["val_fraction"], derived_seed(seed, "val"))
-    test_idx = subsample_per_class(test_full.y, cfg["test_cap"], derived_seed(seed, "test_cap"))
-    indices = {"train": pool_idx[tr_local], "val": pool_idx[va_local], "test": test_idx}
-    splits = {
-        "train": train_pool.subset(indices["train"]),
-        "val": train_pool.subset(indices["val"]),
-        "test": test_full.subset(indices["test"]),
-    }
-    info = _make_info(name, splits["train"], classes)
-
-    records = {k: _split_record(v) for k, v in splits.items()}
-    info_d = info.to_dict()
-    checksum = content_checksum(records, indices, info_d, cfg)
-    payload = {
-        "format": PREPARED_FORMAT,
-        "splits": records,
-        "indices": indices,
-        "info": info_d,
-        "config": cfg,
-        "checksum": checksum,
-    }
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(f".{out_path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            torch.save(payload, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, out_path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-
-    k = info.num_classes
-    train_counts = _class_counts(splits["train"].y, k)
-    return {
-        "name": name,
-        "path": str(out_path),
-        "checksum": checksum,
-        "num_classes": k,
-        "input_shape": list(info.input_shape),
-        "kind": info.kind,
-        "storage": DATASETS[name].storage,
-        "n_train": len(splits["train"]),
-        "n_val": len(splits["val"]),
-        "n_test": len(splits["test"]),
-        "train_per_class_min": min(train_counts),
-        "train_per_class_max": max(train_counts),
-        "val_per_class_min": min(_class_counts(splits["val"].y, k)),
-        "test_per_class_min": min(_class_counts(splits["test"].y, k)),
-        "mean": list(info.mean),
-        "std": list(info.std),
-        "config": cfg,
-    }
-
-
-def load_prepared(path) -> PreparedData:
-    """Read a file written by ``prepare_dataset``, verifying it is complete and its checksum matches.
-
-    FileNotFoundError if it is missing; ValueError naming the file if it is truncated, of another
-    format, or its contents do not match the stored checksum (edited or corrupted).
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"prepared data file not found: {path} (run the prepare step)")
-    try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # truncated zip, wrong file type, ...
-        raise ValueError(f"prepared data file {path} is incomplete or unreadable ({err}); prepare it again") from err
-    keys = {"format", "splits", "indices", "info", "config", "checksum"}
-    if not isinstance(payload, dict) or not keys <= set(payload) or payload["format"] != PREPARED_FORMAT:
-        raise ValueError(f"prepared data file {path} is not a {PREPARED_FORMAT} file; prepare it again")
-    try:
-        actual = content_checksum(payload["splits"], payload["indices"], payload["info"], payload["config"])
-    except (KeyError, TypeError, AttributeError) as err:
-        raise ValueError(f"prepared data file {path} is missing part of its contents ({err})") from err
-    if actual != payload["checksum"]:
-        raise ValueError(
-            f"prepared data file {path}: checksum mismatch (stored {payload['checksum'][:12]}..., "
-            f"contents {actual[:12]}...); the file was modified or corrupted, prepare it again"
-        )
-    splits = {k: _split_from_record(payload["splits"][k]) for k in SPLIT_NAMES}
-    return PreparedData(
-        train=splits["train"],
-        val=splits["val"],
-        test=splits["test"],
-        info=DatasetInfo.from_dict(payload["info"]),
-        config=dict(payload["config"]),
-        checksum=payload["checksum"],
-        indices=dict(payload["indices"]),
-    )

@@ -59,3 +59,22 @@ def unfreeze_backbone(model: Classifier) -> Classifier:
     model.backbone_frozen = False
     model.backbone.train(model.training)
     return model
+
+
+def as_trained_net(model: nn.Module, mode: str) -> nn.Module:
+    """The network the training step feeds: ``model`` itself, or in linear probing (``mode``)
+    its head on cached backbone features, the backbone frozen. Used for a loss's own second
+    network (LfF's biased model) so that it takes the same inputs as the model."""
+    return HeadOnly(freeze_backbone(model)) if mode == "linear_probe" else model
+
+
+class HeadOnly(nn.Module):
+    """The classifier head of a model, applied to cached backbone features (linear probing)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, features: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        e = self.model.head.embed(features)
+        return self.model.head.classify(e), e

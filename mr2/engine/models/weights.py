@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..checkpoint import load_torch
 from .classifier import Classifier
 
 _SHOWN = 8  # how many offending keys an error message lists
@@ -39,10 +40,7 @@ def read_state_dict(path: str | Path) -> dict[str, torch.Tensor]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"weights file not found: {path}")
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # a corrupt or non-torch file: name it
-        raise ValueError(f"weights file {path} could not be read as a torch state_dict: {exc}") from exc
+    state = load_torch(path)
     if not isinstance(state, Mapping) or not all(isinstance(v, torch.Tensor) for v in state.values()):
         raise ValueError(f"weights file {path} does not hold a plain state_dict (a mapping of names to tensors)")
     return dict(state)

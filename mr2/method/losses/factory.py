@@ -28,7 +28,7 @@ Methods and their reading (formulas and references in each module's docstring):
 - ``jtt``: Just Train Twice (Liu et al. 2021), a two-stage method: stage 1 is an ERM run of
   ``stage1_epochs`` epochs; the training samples it misclassifies (the error set, computed on
   the training split) appear ``upweight`` times in every epoch of stage 2, whose loss is
-  cross-entropy. The stages are separate pipeline steps (mr2/jtt.py); the loss built here is
+  cross-entropy. The stages are separate pipeline steps (mr2/engine/jtt.py); the loss built here is
   stage 2's cross-entropy, its options are read by the pipeline. T = 1 epoch (the shortest
   published, CelebA) and λ_up = 6 (the smallest published, MultiNLI/CivilComments) because our
   runs are short; the authors tune both per dataset on worst-group validation accuracy.
@@ -36,6 +36,10 @@ Methods and their reading (formulas and references in each module's docstring):
   CE (q = 0.7) and the evaluated model with CE weighted by the relative difficulty
   W = CE_B/(CE_B + CE_D) of per-sample EMA losses (α = 0.7), trained together (lff.py).
   Needs the engine to pass the batch inputs and sample indices, and a model builder.
+
+Each method's options and their defaults are read from its loss class's constructor
+(``signature_defaults``): a default lives in the loss class and nowhere else; configs list only
+what they change, and every run's saved config has every option filled in.
 
 Every builder is called as ``builder(num_classes, feature_dim, class_counts, **options)``;
 methods in ``NEEDS_COUNTS`` use the counts, the others ignore them. Methods in
@@ -45,9 +49,11 @@ the engine's inputs) and ``num_samples`` (the training-set size).
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Sequence
 
 import torch
+from torch import nn
 
 from .base import ClassLoss
 from .center import CenterLoss
@@ -63,32 +69,13 @@ from .mr2 import MR2Loss
 from .release import ReleaseMR2Loss
 from .supcon import SupConLoss
 
-# Every default is visible here. c̄ and λ are the release's values (c̄ = 1: the release's
-# margins have mean 1; λ = 0.1); p = 2 follows the paper for unnormalised features; the
-# momentum is per sample of a class (see mr2.stats). The paper publishes none of them.
-# statistic "a" is the paper's a_k; "spread" (γ from ‖ŝ_k‖² alone) is an exploratory variant of ours.
-MR2_DEFAULTS: dict[str, Any] = {"c_bar": 1.0, "lam": 0.1, "p": 2.0, "momentum": 0.99, "statistic": "a"}
-
-# Baselines: published defaults where the paper gives one (see each module for the source).
-FOCAL_DEFAULTS: dict[str, Any] = {"gamma": 2.0}
-LDAM_DEFAULTS: dict[str, Any] = {"max_margin": 0.5, "s": 30.0, "drw_epoch": None, "drw_beta": 0.9999}
-LOGIT_ADJUST_DEFAULTS: dict[str, Any] = {"tau": 1.0}
-EQL_DEFAULTS: dict[str, Any] = {"lam": 5e-3, "gamma": 0.9}
-SUPCON_DEFAULTS: dict[str, Any] = {"weight": 1.0, "temperature": 0.1, "proj_dim": 128}
-CENTER_DEFAULTS: dict[str, Any] = {"lam": 0.003, "alpha": 0.5}
-DRO_DEFAULTS: dict[str, Any] = {"eta": 0.01}
-FAIRDRO_DEFAULTS: dict[str, Any] = {"rho": 0.3}
-RELEASE_DEFAULTS: dict[str, Any] = {"lam": 0.1, "decay": 0.9, "zero_s_bar": True}
-JTT_DEFAULTS: dict[str, Any] = {"stage1_epochs": 1, "upweight": 6}
-LFF_DEFAULTS: dict[str, Any] = {"q": 0.7, "alpha": 0.7}
-
 #: methods whose loss is defined by the training-set class counts (``class_counts`` required).
 NEEDS_COUNTS = frozenset({"ldam", "logit_adjust", "eql"})
 #: methods whose loss owns a second network (``model_builder`` and ``num_samples`` required).
 NEEDS_MODEL = frozenset({"lff"})
 
 #: methods whose class statistics take a summing all-reduce over data-parallel ranks
-#: (``build_loss(..., reduce=mr2.distributed.all_reduce_sum)``; see ``mr2.stats.ClassStats``).
+#: (``build_loss(..., reduce=mr2.engine.distributed.all_reduce_sum)``; see ``mr2.method.stats.ClassStats``).
 REDUCIBLE = frozenset({"mr2", "mr2_uniform", "mr2_no_rep"})
 
 
@@ -113,9 +100,10 @@ def _counted(cls: type[ClassLoss]) -> Callable[..., ClassLoss]:
     return build
 
 
-def _jtt(num_classes: int, feature_dim: int, class_counts: Any, stage1_epochs: int, upweight: int) -> ClassLoss:
+def _jtt(num_classes: int, feature_dim: int, class_counts: Any, stage1_epochs: int = 1, upweight: int = 6) -> ClassLoss:
     """Stage 2 of JTT trains with cross-entropy; the options are checked here and used by the
-    pipeline (the stage-1 run's length, the error set's up-sampling factor)."""
+    engine (the stage-1 run's length, the error set's up-sampling factor; ``mr2.engine.jtt``).
+    T = 1 epoch and λ_up = 6 (see the module docstring)."""
     for name, value in (("stage1_epochs", stage1_epochs), ("upweight", upweight)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"jtt: {name} must be an integer >= 1, got {name}={value!r}")
@@ -127,23 +115,36 @@ def _lff(num_classes: int, feature_dim: int, class_counts: Any, model_builder: A
     return LfFLoss(num_classes, model_builder, num_samples, **opts)
 
 
+#: constructor arguments that are the problem's or the engine's, not a method's options
+NOT_OPTIONS = frozenset({"self", "num_classes", "feature_dim", "class_counts", "margin", "reduce", "model_builder",
+                         "num_samples"})
+
+
+def signature_defaults(fn: Callable[..., Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The options of a loss and their defaults, read from its constructor's signature: every default
+    lives in the loss class (or, for JTT, its builder here) and only there."""
+    params = inspect.signature(fn).parameters.items()
+    return {name: p.default for name, p in params
+            if name not in NOT_OPTIONS and name not in drop and p.default is not inspect.Parameter.empty}
+
+
 # name -> (builder, {option: default}, {option: value the method fixes})
 METHODS: dict[str, tuple[Callable[..., ClassLoss], dict[str, Any], dict[str, Any]]] = {
     "erm": (lambda num_classes, feature_dim, class_counts: CrossEntropy(), {}, {}),
-    "mr2": (_mr2("adaptive", {}), dict(MR2_DEFAULTS), {}),
-    "mr2_uniform": (_mr2("uniform", {}), dict(MR2_DEFAULTS), {}),
-    "mr2_no_rep": (_mr2("adaptive", {"lam": 0.0}), {k: v for k, v in MR2_DEFAULTS.items() if k != "lam"}, {"lam": 0.0}),
-    "mr2_release": (_plain(ReleaseMR2Loss), dict(RELEASE_DEFAULTS), {}),
-    "focal": (_plain(FocalLoss), dict(FOCAL_DEFAULTS), {}),
-    "ldam": (_counted(LDAMLoss), dict(LDAM_DEFAULTS), {}),
-    "logit_adjust": (_counted(LogitAdjustedLoss), dict(LOGIT_ADJUST_DEFAULTS), {}),
-    "eql": (_counted(EqualizationLoss), dict(EQL_DEFAULTS), {}),
-    "supcon": (_plain(SupConLoss), dict(SUPCON_DEFAULTS), {}),
-    "center": (_plain(CenterLoss), dict(CENTER_DEFAULTS), {}),
-    "dro": (_plain(GroupDROLoss), dict(DRO_DEFAULTS), {}),
-    "fairdro": (_plain(FairDROLoss), dict(FAIRDRO_DEFAULTS), {}),
-    "jtt": (_jtt, dict(JTT_DEFAULTS), {}),
-    "lff": (_lff, dict(LFF_DEFAULTS), {}),
+    "mr2": (_mr2("adaptive", {}), signature_defaults(MR2Loss), {}),
+    "mr2_uniform": (_mr2("uniform", {}), signature_defaults(MR2Loss), {}),
+    "mr2_no_rep": (_mr2("adaptive", {"lam": 0.0}), signature_defaults(MR2Loss, drop=("lam",)), {"lam": 0.0}),
+    "mr2_release": (_plain(ReleaseMR2Loss), signature_defaults(ReleaseMR2Loss), {}),
+    "focal": (_plain(FocalLoss), signature_defaults(FocalLoss), {}),
+    "ldam": (_counted(LDAMLoss), signature_defaults(LDAMLoss), {}),
+    "logit_adjust": (_counted(LogitAdjustedLoss), signature_defaults(LogitAdjustedLoss), {}),
+    "eql": (_counted(EqualizationLoss), signature_defaults(EqualizationLoss), {}),
+    "supcon": (_plain(SupConLoss), signature_defaults(SupConLoss), {}),
+    "center": (_plain(CenterLoss), signature_defaults(CenterLoss), {}),
+    "dro": (_plain(GroupDROLoss), signature_defaults(GroupDROLoss), {}),
+    "fairdro": (_plain(FairDROLoss), signature_defaults(FairDROLoss), {}),
+    "jtt": (_jtt, signature_defaults(_jtt), {}),
+    "lff": (_lff, signature_defaults(LfFLoss), {}),
 }
 
 
@@ -217,16 +218,22 @@ def build_loss(
     return builder(num_classes, feature_dim, class_counts, **resolved)
 
 
+class _StandIn(nn.Module):
+    """A two-class linear network returning (logits, features), standing in for the engine's model
+    when a loss that owns a second network (LfF) is built only to check its options."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.fc(x), x
+
+
 def check_options(method: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Names *and values* of ``method``'s options, checked without data: the loss is built for a
     tiny stand-in problem (K = 2, D = 2), so a bad value (a negative λ, c̄ = 0) fails here, before
     any job runs, with the loss's own message. Returns the resolved options."""
     resolved = resolve_options(method, options)
-
-    def tiny_model() -> torch.nn.Module:
-        from ..models import build_model
-
-        return build_model("mlp", 2, (2,))
-
-    build_loss(method, 2, 2, class_counts=torch.ones(2), model_builder=tiny_model, num_samples=2, **(options or {}))
+    build_loss(method, 2, 2, class_counts=torch.ones(2), model_builder=_StandIn, num_samples=2, **(options or {}))
     return resolved

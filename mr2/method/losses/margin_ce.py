@@ -1,4 +1,4 @@
-"""Logit-margin cross-entropy (PAPER.md, "The loss", item 1; the paper's Eq. 1)."""
+"""Logit-margin cross-entropy (docs/method.md, "The loss", item 1; the paper's Eq. 1)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""The MR² objective (PAPER.md, "The loss", item 3) and its two ablations."""
+"""The MR² objective (docs/method.md, "The loss", item 3) and its two ablations."""
 
 from __future__ import annotations
 
 import torch
 
 from ..margins import optimal_margins, uniform_margins
-from .. import accel
+from .. import hostsync
 from ..stats import ClassStats, class_layout, impute_unseen
 from .base import ClassLoss, LossOutput
 from .margin_ce import logit_margin_cross_entropy
@@ -26,10 +26,11 @@ class MR2Loss(ClassLoss):
 
     Args:
         num_classes, feature_dim: K and D.
-        c_bar: c̄ > 0, the mean margin.
-        lam: λ >= 0, the weight of the representation-margin loss.
-        p: norm of the statistics behind a_k (2 by default).
-        momentum: per-sample momentum β of the statistics (see ``mr2.stats``).
+        c_bar: c̄ > 0, the mean margin (1: the release's value, whose margins have mean 1; the paper
+            publishes none).
+        lam: λ >= 0, the weight of the representation-margin loss (0.1: the release's value).
+        p: norm of the statistics behind a_k (2, the paper's choice for unnormalised features).
+        momentum: per-sample momentum β of the statistics (see ``mr2.method.stats``; ours).
         margin: "adaptive" (Corollary 1) or "uniform".
         statistic: the class statistic behind the adaptive margins: "a" (the paper's
             a_k = ‖μ̂_k‖² + ‖ŝ_k‖²) or "spread" (‖ŝ_k‖² alone; an exploratory variant of
@@ -76,7 +77,7 @@ class MR2Loss(ClassLoss):
 
     def forward(self, logits: torch.Tensor, features: torch.Tensor, targets: torch.Tensor) -> LossOutput:
         # which classes the batch holds: read once on the CPU, shared by both parts
-        layout = class_layout(targets) if accel.host_reads_are_free(targets.device) else None
+        layout = class_layout(targets) if hostsync.host_reads_are_free(targets.device) else None
         self.stats.update(features, targets, layout)
         gamma = self.margins()
         ce = logit_margin_cross_entropy(logits, targets, gamma)

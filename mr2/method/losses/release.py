@@ -1,5 +1,5 @@
-"""The MR² loss as the authors' release computes it (PAPER.md, "The released code differs
-from the paper"), reproduced as a comparison method; not the paper's method.
+"""The MR² loss as the authors' release computes it (docs/method.md, "How the authors' release
+differs"), reproduced as a comparison method; not the paper's method.
 
 Step by step, for one training batch (K classes, features of width D):
 

@@ -1,11 +1,11 @@
-"""Representation-margin loss (PAPER.md, "The loss", item 2)."""
+"""Representation-margin loss (docs/method.md, "The loss", item 2)."""
 
 from __future__ import annotations
 
 import torch
 from torch.autograd.function import once_differentiable
 
-from .. import accel
+from .. import hostsync
 from ..precision import upcast
 from ..stats import ClassLayout, class_layout, lp_sq_norm
 
@@ -76,7 +76,7 @@ def representation_margin_loss(
     x = upcast(features)
     b = x.shape[0]
     offset = 2.0 * s_bar.detach().to(x.dtype)
-    if pairs == "auto" and not accel.host_reads_are_free(x.device):
+    if pairs == "auto" and not hostsync.host_reads_are_free(x.device):
         pairs = "dense"  # the class counts are read on the host only where that is free
     if pairs != "dense":
         layout = class_layout(targets) if layout is None else layout

@@ -1,0 +1,46 @@
+"""Reading and writing the engine's torch files (checkpoint.pt, model.pt) safely.
+
+Every file is written atomically (``mr2.common.io.atomic_path``) and read with
+``torch.load(weights_only=True)``: tensors and plain values (dicts, lists, numbers, strings) only,
+so a crafted pickle in a received file cannot run code. Anything else is refused with one line
+naming the file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..common.io import atomic_path
+
+
+class UnsafeFileError(ValueError):
+    """A torch file holds objects other than tensors and plain values; it was not loaded."""
+
+
+def save_torch(obj: Any, path: str | os.PathLike) -> None:
+    """``torch.save`` to a temporary file, then renamed over ``path``."""
+    with atomic_path(path) as tmp:
+        torch.save(obj, tmp)
+
+
+def load_torch(path: str | os.PathLike, map_location: Any = "cpu") -> Any:
+    """``torch.load(path, weights_only=True)``; a file that needs more than tensors and plain
+    values (a pickle that would build other objects or run code) raises ``UnsafeFileError``, an
+    unreadable one a ``ValueError``, both naming the file in one line."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - reported in one line naming the file
+        text = str(exc)
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        detail = next((line for line in lines if "GLOBAL" in line or "Unsupported" in line), lines[0] if lines else "")
+        if "GLOBAL" in text:  # the pickle names a class or function to call: never run it
+            raise UnsafeFileError(f"{path}: refused to load: it holds objects other than tensors and plain values "
+                                  f"({detail[:200]})") from None
+        raise ValueError(f"{path}: not a readable torch file ({type(exc).__name__}: {detail[:200]})") from None
