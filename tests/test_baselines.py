@@ -324,7 +324,12 @@ def test_fairdro_sets_q_from_the_previous_epoch_losses(gen):
 # ---------------------------------------------------------------- the release's loss
 
 class LoopRelease:
-    """Slow reference written from docs/method.md ("How the release computes its loss")."""
+    """Slow reference written from docs/method.md ("How the release computes its loss").
+
+    The buffer update is a literal transcription of the release's per-class rule: only the
+    mean-norm buffer is tested (for 0 or NaN), and then both buffers take the batch values;
+    otherwise both are blended.
+    """
 
     def __init__(self, k: int, d: int, lam: float = 0.1, decay: float = 0.9, zero_s_bar: bool = True):
         self.k, self.d, self.lam, self.decay, self.zero_s_bar = k, d, lam, decay, zero_s_bar
@@ -347,8 +352,12 @@ class LoopRelease:
                 mu = xs.mean(0)
                 m_new = self.l5_sq(mu)
                 v_new = sum(self.l5_sq(x - mu) for x in xs) / len(xs)
-                self.m[c] = m_new if self.m[c] == 0 else self.decay * self.m[c] + (1 - self.decay) * m_new
-                self.v[c] = v_new if self.v[c] == 0 else self.decay * self.v[c] + (1 - self.decay) * v_new
+                if self.m[c] == 0 or math.isnan(self.m[c]):
+                    self.m[c] = m_new
+                    self.v[c] = v_new
+                else:
+                    self.m[c] = self.decay * self.m[c] + (1 - self.decay) * m_new
+                    self.v[c] = self.decay * self.v[c] + (1 - self.decay) * v_new
         g = [(self.m[c] + self.v[c]) ** (1 / 3) for c in range(self.k)]
         gamma = [self.k * gc / sum(g) for gc in g]
         ce = torch.stack([-F.log_softmax(logits[i] / gamma[y[i]], 0)[y[i]] for i in range(len(y))]).mean()
@@ -401,6 +410,55 @@ def test_release_matches_loop_reference_with_reset_and_eval(zero_s_bar, gen):
         g = torch.autograd.grad(out.total, [z, x])
         g_ref = torch.autograd.grad(expect, [z, x])
         assert all(torch.allclose(a, b) for a, b in zip(g, g_ref))
+
+
+@pytest.mark.parametrize("zero_s_bar", [True, False])
+def test_release_matches_literal_update_on_a_cifar100_sized_stream(zero_s_bar, gen):
+    """K = 100, B = 128 (CIFAR-100's batch): most classes in a batch are alone, so their first
+    visit leaves v = 0 with m > 0; the next visit must blend both buffers, not replace v."""
+    k, b, d, steps = 100, 128, 64, 20
+    loss = build_loss("mr2_release", k, d, zero_s_bar=zero_s_bar).double().train()
+    ref = LoopRelease(k, d, zero_s_bar=zero_s_bar)
+    centres = torch.randn(k, d, generator=gen, dtype=torch.float64)
+    first_visit, alone_then_paired = {}, set()
+    for step in range(steps):
+        y = torch.randint(0, k, (b,), generator=gen)
+        for c, n in enumerate(torch.bincount(y, minlength=k).tolist()):
+            if n and c in first_visit and first_visit[c] == 1 and n >= 2:
+                alone_then_paired.add(c)
+            if n:
+                first_visit.setdefault(c, n)
+        z = torch.randn(b, k, generator=gen, dtype=torch.float64).requires_grad_()
+        x = (centres[y] + 2 * torch.randn(b, d, generator=gen, dtype=torch.float64)).requires_grad_()
+        out, expect = loss(z, x, y), ref(z, x, y)
+        close = dict(rtol=1e-10, atol=1e-12, msg=lambda m: f"step {step}: {m}")
+        torch.testing.assert_close(out.total, expect, **close)
+        torch.testing.assert_close(loss.m, torch.tensor(ref.m, dtype=torch.float64), **close)
+        torch.testing.assert_close(loss.v, torch.tensor(ref.v, dtype=torch.float64), **close)
+        for g, g_ref in zip(torch.autograd.grad(out.total, [z, x]), torch.autograd.grad(expect, [z, x])):
+            torch.testing.assert_close(g, g_ref, **close)
+    assert len(alone_then_paired) >= 20  # the case that separates the release's rule from a per-buffer one
+
+
+def test_release_buffer_rule_tests_only_the_mean_norm_buffer(gen):
+    """m = NaN or 0: both buffers take the batch values (a nonzero v included); m > 0 with v = 0
+    (a class first seen alone): both blended, v too."""
+    k, d, decay = 3, 4, 0.9
+    loss = build_loss("mr2_release", k, d, decay=decay).double().train()
+    loss.m.copy_(torch.tensor([float("nan"), 2.0, 0.0]))
+    loss.v.copy_(torch.tensor([5.0, 0.0, 7.0]))
+    y = torch.tensor([0, 0, 1, 1, 2, 2])
+    z = torch.randn(6, k, generator=gen, dtype=torch.float64)
+    x = torch.randn(6, d, generator=gen, dtype=torch.float64)
+    batch = LoopRelease(k, d)  # from zero buffers: holds the batch values after one step
+    batch(z, x, y)
+    m_new, v_new = torch.tensor(batch.m, dtype=torch.float64), torch.tensor(batch.v, dtype=torch.float64)
+    assert (v_new > 0).all()
+    loss(z, x, y)
+    expect_m = torch.stack([m_new[0], decay * 2.0 + (1 - decay) * m_new[1], m_new[2]])
+    expect_v = torch.stack([v_new[0], (1 - decay) * v_new[1], v_new[2]])
+    torch.testing.assert_close(loss.m, expect_m)
+    torch.testing.assert_close(loss.v, expect_v)
 
 
 def test_release_s_bar_option_changes_the_representation_term(gen):

@@ -6,8 +6,9 @@ Step by step, for one training batch (K classes, features of width D):
 1. Under no gradient, for each class k present in the batch: m_k = ‖batch class mean‖₅² and
    v_k = batch mean of ‖x − batch class mean‖₅² (L5 norms, whatever the features).
 2. Running buffers M, V (length K), updated for the present classes before the margins are
-   computed: a buffer entry that is 0 takes the batch value, otherwise
-   decay · old + (1 − decay) · new, decay = 0.9. Absent classes keep theirs.
+   computed. Only M is tested: where M_k is 0 or NaN, *both* M_k and V_k take the batch values;
+   otherwise both become decay · old + (1 − decay) · new, decay = 0.9. Absent classes keep
+   theirs. (So a class first seen alone, V_k = 0 < M_k, has its V blended on the next visit.)
 3. g_k = (M_k + V_k)^{1/3}, γ_k = K g_k / Σ_j g_j (unseen classes count 0 in the sum).
 4. CE of logits / γ_y.
 5. s̄ = mean of V over all K; the CIFAR code then sets s̄ = 0 (``zero_s_bar=True``, default).
@@ -40,10 +41,21 @@ RELEASE_SCALE = 10.0
 GAMMA_FLOOR = 1e-12
 
 
-def release_buffer_update(buf: torch.Tensor, new: torch.Tensor, present: torch.Tensor, decay: float) -> torch.Tensor:
-    """new where the buffer is 0, else decay·old + (1 − decay)·new; only for present classes."""
-    mixed = torch.where(buf == 0, new, decay * buf + (1.0 - decay) * new)
-    return torch.where(present, mixed, buf)
+def release_buffer_update(
+    m: torch.Tensor, v: torch.Tensor, m_new: torch.Tensor, v_new: torch.Tensor, present: torch.Tensor, decay: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The release's rule for the buffers (m, v) of the present classes, one test for both:
+
+        (m_k, v_k) ← (m_new_k, v_new_k)                                     if m_k = 0 or m_k is NaN
+        (m_k, v_k) ← decay·(m_k, v_k) + (1 − decay)·(m_new_k, v_new_k)      otherwise;
+
+    absent classes keep (m_k, v_k)."""
+    reset = m.eq(0) | m.isnan()
+
+    def step(old: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+        return torch.where(present, torch.where(reset, new, decay * old + (1.0 - decay) * new), old)
+
+    return step(m, m_new), step(v, v_new)
 
 
 def release_margins(m: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -102,10 +114,10 @@ class ReleaseMR2Loss(ClassLoss):
         if not self.training:
             return
         n, mean, v, _ = class_moments(features, targets, self.num_classes, p=RELEASE_P)
-        present = n > 0
-        m = lp_sq_norm(mean, RELEASE_P).to(self.m.dtype)
-        self.m.copy_(release_buffer_update(self.m, m, present, self.decay))
-        self.v.copy_(release_buffer_update(self.v, v.to(self.v.dtype), present, self.decay))
+        m_new, v_new = lp_sq_norm(mean, RELEASE_P).to(self.m.dtype), v.to(self.v.dtype)
+        m, v = release_buffer_update(self.m, self.v, m_new, v_new, n > 0, self.decay)
+        self.m.copy_(m)
+        self.v.copy_(v)
 
     def margins(self) -> torch.Tensor:
         return release_margins(self.m, self.v)
