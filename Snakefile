@@ -2,6 +2,7 @@
 #   snakemake --cores all                                    embedded default (config/config.yaml)
 #   snakemake --cores all --configfile config/cifar100.yaml  the paper's CIFAR-100 setting (GPU)
 #   snakemake --profile profiles/slurm --configfile config/cifar100.yaml   on a SLURM cluster
+# Works from any working directory (snakemake -s <repo>/Snakefile) and as a Snakemake module.
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -11,13 +12,14 @@ min_version("9.0")
 # being merged into it; --config key=value still overrides single keys of either).
 if "datasets" not in config:
 
-    configfile: "config/config.yaml"
+    configfile: workflow.source_path("config/config.yaml")
 
 
 report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/config.smk"
 include: "workflow/rules/prepare.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/jtt.smk"

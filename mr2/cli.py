@@ -1,16 +1,19 @@
-"""Command line: one entry point per pipeline step.
+"""The command line: one subcommand per pipeline step (``mr2 <step> --help`` describes each).
 
-  python -m mr2 prepare  --config C.yaml [--set k=v ...] --out results/data/<dataset>.pt
-  python -m mr2 train    --config C.yaml [--set k=v ...] --data <prepared.pt> --out <run dir>
-  python -m mr2 evaluate --run <run dir> --data <prepared.pt> --out <eval dir>
-  python -m mr2 errors   --run <run dir> --data <prepared.pt> --out <errors.csv>   (JTT: misclassified training samples)
-  python -m mr2 aggregate --runs <run dir> ... --reference erm --out results/tables
-  python -m mr2 table    --tables results/tables --reference erm
-  python -m mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2]
-  python -m mr2 analysis --tables results/tables --out results/analysis   (does the premise hold?)
-  python -m mr2 report   --tables results/tables --figures results/figures --config <pipeline config> --out results/report.md
+  mr2 configure --run <settings YAML> --out results/runs/<...>/run.yaml   (or --data: a dataset's)
+  mr2 prepare  --config <data.yaml> [--set k=v ...] --out results/data/<dataset>.pt
+  mr2 train    --config <run.yaml> [--set k=v ...] --data <prepared.pt> --out <run dir>
+  mr2 evaluate --run <run dir> --data <prepared.pt> --out <eval dir>
+  mr2 errors   --run <run dir> --data <prepared.pt> --out <errors.csv>   (JTT: misclassified training samples)
+  mr2 aggregate --runs <run dir> ... --reference erm --out results/tables
+  mr2 table    --tables results/tables --reference erm
+  mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2]
+  mr2 analysis --tables results/tables --out results/analysis   (does the premise hold?)
+  mr2 report   --tables results/tables --figures results/figures --config <pipeline config> --out results/report.md
 
-Every step resolves and checks its config before any long work starts; outputs are atomic.
+``mr2`` is the installed console script; ``python -m mr2`` is the same. Every step resolves and
+checks its config before any long work starts, reports a bad input in one line naming it, and
+writes its outputs atomically.
 """
 
 from __future__ import annotations
@@ -18,90 +21,91 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import __version__
+
+DEVICE_HELP = "auto (CUDA when present) | cpu | cuda | cuda:N; overrides the config's 'device'"
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mr2", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = ap.add_subparsers(dest="step", required=True)
-    for name in ("prepare", "train"):
-        p = sub.add_parser(name)
-        p.add_argument("--config", action="append", default=[], help="YAML config file(s), merged in order")
-        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one key, e.g. train.epochs=3")
-        p.add_argument("--out", required=True)
+def device_options(p: argparse.ArgumentParser, default: str | None) -> None:
+    """--device, --threads and the GPU-sharing options of the steps that run a model."""
+    p.add_argument("--device", default=default, help=DEVICE_HELP + (f" (default: {default})" if default else ""))
+    p.add_argument("--threads", type=int, default=None, help="CPU threads of this process (overrides the config's 'threads')")
+    p.add_argument("--gpu-slots", type=int, default=None, metavar="N",
+                   help="share the visible GPUs between up to N runs each: take the least busy GPU (needs --lock-dir)")
+    p.add_argument("--lock-dir", default=None, help="folder of the GPU slot locks shared by the runs of one machine")
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="mr2", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--version", action="version", version=f"mr2 {__version__}")
+    sub = ap.add_subparsers(dest="step", required=True, metavar="<step>")
+
+    p = sub.add_parser("configure", help="check a run's or a dataset's settings and write them resolved over the defaults")
+    p.add_argument("--run", default=None, metavar="YAML", help="a run's settings (YAML text): its config, checked, to --out")
+    p.add_argument("--data", default=None, metavar="YAML", help="a dataset's settings (YAML text with a data section)")
+    p.add_argument("--out", required=True, help="the resolved config file to write (YAML)")
+
+    for name, what in (("prepare", "prepare a dataset: cap, split and cache it in one checksummed file"),
+                       ("train", "train one run from its config")):
+        p = sub.add_parser(name, help=what)
+        p.add_argument("--config", action="append", default=[], help="YAML config file(s), merged in order over the defaults")
+        p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="override one key, e.g. train.epochs=3 (the value is read as YAML)")
+        p.add_argument("--out", required=True, help="the prepared file to write" if name == "prepare" else "the run folder")
         if name == "train":
             p.add_argument("--data", required=True, help="the prepared dataset file")
-            p.add_argument("--threads", type=int, default=None, help="CPU threads (overrides config 'threads')")
-            p.add_argument("--device", default=None, help="auto | cpu | cuda (overrides config 'device')")
-    p = sub.add_parser("evaluate")
-    p.add_argument("--run", required=True, help="a finished run directory (holds model.pt)")
-    p.add_argument("--data", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--device", default="auto")
+            device_options(p, None)
+            p.add_argument("--jtt-stage1", action="store_true", help="train the stage-1 ERM run of the jtt run this config describes")
+            p.add_argument("--jtt-errors", default=None, metavar="CSV",
+                           help="JTT stage 2: up-sample this error set (written by 'mr2 errors') as the jtt run's options say")
+
+    p = sub.add_parser("evaluate", help="test-set evaluation of a finished run: per-class accuracy and statistics")
+    p.add_argument("--run", required=True, help="a finished run folder (holds model.pt)")
+    p.add_argument("--data", required=True, help="the prepared dataset file the run was trained on")
+    p.add_argument("--out", required=True, help="the folder to write per_class.csv, confusion.csv, metrics.json to")
+    device_options(p, "auto")
     p = sub.add_parser("errors", help="JTT's error set: the training samples a finished run misclassifies")
-    p.add_argument("--run", required=True, help="a finished run directory (holds model.pt)")
+    p.add_argument("--run", required=True, help="a finished run folder (holds model.pt)")
     p.add_argument("--data", required=True, help="the prepared dataset file (its training split is used)")
     p.add_argument("--out", required=True, help="CSV with columns index, label, predicted")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--device", default="auto")
-    p = sub.add_parser("aggregate")
-    p.add_argument("--runs", nargs="+", required=True)
-    p.add_argument("--reference", default="erm")
-    p.add_argument("--out", required=True)
-    p = sub.add_parser("table")
-    p.add_argument("--tables", required=True)
-    p.add_argument("--reference", default="erm")
-    p = sub.add_parser("figures")
-    p.add_argument("--tables", required=True)
-    p.add_argument("--reference", default="erm")
-    p.add_argument("--sweep-method", default="mr2")
-    p.add_argument("--out", required=True)
-    p = sub.add_parser("analysis", help="the premise's links: rank correlations, a_k's decomposition, figures")
-    p.add_argument("--tables", required=True)
-    p.add_argument("--reference", default="erm")
+    device_options(p, "auto")
+
+    p = sub.add_parser("aggregate", help="all runs -> tidy tables (per class, per run, per epoch) and the groups")
+    p.add_argument("--runs", nargs="+", required=True, help="run folders (each with config.yaml, epochs.csv, eval/)")
+    p.add_argument("--reference", default="erm", help="the method whose per-class accuracy defines easy/medium/hard")
+    p.add_argument("--out", required=True, help="the tables folder")
+    p = sub.add_parser("table", help="the results table (mean ± sd, paired differences) as CSV and Markdown")
+    p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
+    p.add_argument("--reference", default="erm", help="the method the paired differences are taken against")
+    p = sub.add_parser("figures", help="the report's figures from the tidy tables")
+    p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
+    p.add_argument("--reference", default="erm", help="the reference method (ERM)")
+    p.add_argument("--sweep-method", default="mr2", help="the method whose swept variants are drawn")
+    p.add_argument("--out", required=True, help="the figures folder")
+    p = sub.add_parser("analysis", help="does the premise hold: rank correlations, a_k's decomposition, figures")
+    p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
+    p.add_argument("--reference", default="erm", help="the reference method (ERM)")
     p.add_argument("--method", default="mr2", help="the MR² method whose margins are analysed")
-    p.add_argument("--out", required=True)
-    p = sub.add_parser("report")
-    p.add_argument("--tables", required=True)
-    p.add_argument("--figures", required=True)
-    p.add_argument("--captions", default="workflow/report")
+    p.add_argument("--out", required=True, help="the analysis folder")
+    p = sub.add_parser("report", help="the report: results table, generated findings, figures, config")
+    p.add_argument("--tables", required=True, help="the tables folder (with results.md)")
+    p.add_argument("--figures", required=True, help="the figures folder")
+    p.add_argument("--captions", required=True, help="the folder of the figures' captions (workflow/report)")
     p.add_argument("--config", required=True, help="the pipeline config (JSON or YAML) to record in the report")
     p.add_argument("--analysis", default=None, help="the folder of 'mr2 analysis': adds 'Does the premise hold?'")
     p.add_argument("--section", action="append", default=[], help="a Markdown section written by another step "
                    "(e.g. the theory step's results/theory/bound.md) to include before the figures")
-    p.add_argument("--reference", default="erm")
-    p.add_argument("--out", required=True)
-    args = ap.parse_args(argv)
+    p.add_argument("--reference", default="erm", help="the reference method (ERM)")
+    p.add_argument("--out", required=True, help="the report (Markdown)")
+    p.add_argument("--html", default=None, help="also write the report as one self-contained HTML page")
+    return ap
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
-        if args.step == "prepare":
-            from .engine import config as config_mod
-            from .engine.data import prepare_dataset
-
-            cfg = config_mod.resolve(args.config, args.set)
-            summary = prepare_dataset(cfg["data"], args.out)
-            print(f"[prepare] {args.out}: {summary}")
-        elif args.step == "train":
-            from .engine import config as config_mod
-            from .engine.train import train
-
-            sets = list(args.set)
-            if args.threads is not None:
-                sets.append(f"threads={args.threads}")
-            if args.device is not None:
-                sets.append(f"device={args.device}")
-            cfg = config_mod.resolve(args.config, sets)
-            train(cfg, args.data, args.out)
-        elif args.step == "evaluate":
-            from .engine.evaluate import evaluate
-
-            m = evaluate(args.run, args.data, args.out, device=args.device, threads=args.threads)
-            print(f"[evaluate] {args.out}: top1={m['top1']:.4f} worst_class_acc={m['worst_class_acc']:.4f}")
-        elif args.step == "errors":
-            from .engine.jtt import error_set
-
-            table = error_set(args.run, args.data, args.out, device=args.device, threads=args.threads)
-            print(f"[errors] {args.out}: {len(table)} misclassified training samples")
+        if args.step in ("configure", "prepare", "train", "evaluate", "errors"):
+            engine_step(args)
         else:
             results_step(args)
     except (ValueError, FileNotFoundError) as exc:
@@ -110,8 +114,64 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def engine_step(args) -> None:
+    """configure | prepare | train | evaluate | errors: the engine, on torch."""
+    from .engine import config as config_mod
+
+    if args.step == "configure":
+        from .engine.check import configure
+
+        configure(args.run, args.data, args.out)
+        print(f"[configure] checked -> {args.out}")
+        return
+    if args.step == "prepare":
+        from .engine.data import prepare_dataset
+
+        cfg = config_mod.resolve(args.config, args.set)
+        summary = prepare_dataset(cfg["data"], args.out)
+        print(f"[prepare] {args.out}: {summary}")
+        return
+    device = claimed_device(args)
+    if args.step == "train":
+        from .engine import jtt
+        from .engine.train import train
+
+        sets = list(args.set) + [f"{key}={value}" for key, value in (("threads", args.threads), ("device", device))
+                                 if value is not None]
+        cfg = config_mod.resolve(args.config, sets)
+        if args.jtt_stage1 and args.jtt_errors:
+            raise config_mod.ConfigError("--jtt-stage1 and --jtt-errors are two different stages; give one")
+        if args.jtt_stage1:
+            cfg = jtt.stage1_config(cfg)
+        elif args.jtt_errors:
+            cfg = jtt.stage2_config(cfg, args.jtt_errors)
+        train(cfg, args.data, args.out)
+    elif args.step == "evaluate":
+        from .engine.evaluate import evaluate
+
+        m = evaluate(args.run, args.data, args.out, device=device, threads=args.threads)
+        print(f"[evaluate] {args.out}: top1={m['top1']:.4f} worst_class_acc={m['worst_class_acc']:.4f}")
+    else:
+        from .engine.jtt import error_set
+
+        table = error_set(args.run, args.data, args.out, device=device, threads=args.threads)
+        print(f"[errors] {args.out}: {len(table)} misclassified training samples")
+
+
+def claimed_device(args) -> str | None:
+    """The device of a model step: ``--device``, or with ``--gpu-slots N`` the least busy visible GPU
+    (a slot lock held until this process ends; ``mr2.engine.gpus``)."""
+    if args.gpu_slots is None:
+        return args.device
+    from .engine.gpus import claim_gpu
+
+    if args.lock_dir is None:
+        raise ValueError("--gpu-slots needs --lock-dir (the folder where the runs of this machine hold their slots)")
+    return claim_gpu(args.device or "auto", args.gpu_slots, args.lock_dir)
+
+
 def results_step(args) -> None:
-    """aggregate | table | figures | report: the results layer, reading only tidy tables."""
+    """aggregate | table | figures | analysis | report: the results layer, reading only tidy tables."""
     from pathlib import Path
 
     import matplotlib
@@ -155,5 +215,5 @@ def results_step(args) -> None:
         md = (Path(args.tables) / "results.md").read_text()
         sections = [Path(path).read_text() for path in args.section]
         write_report(t, md, figures, out, args.captions, config, reference=args.reference, analysis=args.analysis,
-                     sections=sections)
-        print(f"[report] {out}")
+                     sections=sections, html_out=args.html)
+        print(f"[report] {out}" + (f" and {args.html}" if args.html else ""))

@@ -22,7 +22,6 @@ def sync_free_paths(monkeypatch):
 
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
-PIPELINE_FILES = ("Snakefile", "workflow", "config", "profiles", "environment.yml")
 
 
 def pipeline_env():
@@ -31,22 +30,22 @@ def pipeline_env():
     return {**os.environ, "PATH": f"{os.path.dirname(__import__('sys').executable)}:{bindir}:{os.environ['PATH']}"}
 
 
-def copy_pipeline(dest):
-    """A copy of the workflow (Snakefile, rules, configs) in ``dest``; mr2 itself is installed."""
+def workdir_with_configs(dest):
+    """A fresh working directory holding a copy of the repository's config/ (to edit in a test). The
+    workflow itself runs from the repository (``snakemake -s <repo>/Snakefile``, see run_snakemake):
+    every pipeline test runs it from a directory other than the repository's."""
     import shutil
 
     dest.mkdir(parents=True, exist_ok=True)
-    for name in PIPELINE_FILES:
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
+    shutil.copytree(REPO / "config", dest / "config")
     return dest
 
 
-def run_snakemake(workdir, *args, check=True):
+def run_snakemake(workdir, *args, check=True, snakefile=REPO / "Snakefile"):
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "snakemake", "--cores", "2", *args]
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "--cores", "2", *args]
     res = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, env=pipeline_env())
     if check and res.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{res.stdout[-3000:]}\n{res.stderr[-5000:]}")
@@ -55,8 +54,8 @@ def run_snakemake(workdir, *args, check=True):
 
 @pytest.fixture(scope="session")
 def smoke_workdir(tmp_path_factory):
-    """A copy of the workflow in which the smoke config has run end to end (once per session)."""
-    workdir = copy_pipeline(tmp_path_factory.mktemp("smoke"))
+    """A working directory (not the repository) in which the smoke config has run end to end (once per session)."""
+    workdir = workdir_with_configs(tmp_path_factory.mktemp("smoke"))
     run_snakemake(workdir, "--configfile", "config/smoke.yaml")
     return workdir
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import results_data as rd
-from conftest import copy_pipeline, run_snakemake
+from conftest import workdir_with_configs, run_snakemake
 from mr2.results import premise_figures, premise_tables, premise_text, statistics
 from mr2.cli import main
 from mr2.results.figures import plot_sweeps, sweep_table
@@ -243,7 +243,7 @@ def test_statistic_option_is_validated_and_registered():
 
 
 def test_premise_config_plans_the_exploratory_cells(tmp_path):
-    workdir = copy_pipeline(tmp_path / "wd")
+    workdir = workdir_with_configs(tmp_path / "wd")
     res = run_snakemake(workdir, "--configfile", "config/premise.yaml", "-n")
     text = res.stdout + res.stderr
     for variant in ("statistic=spread", "p=3", "p=5"):
@@ -253,7 +253,7 @@ def test_premise_config_plans_the_exploratory_cells(tmp_path):
 
 
 def test_a_bad_exploratory_value_fails_before_any_job(tmp_path):
-    workdir = copy_pipeline(tmp_path / "wd")
+    workdir = workdir_with_configs(tmp_path / "wd")
     cfg = (workdir / "config" / "smoke.yaml").read_text().replace("sweeps: {method: mr2, c_bar: [2.0]}",
                                                                   "sweeps: {method: mr2, statistic: [variance]}")
     (workdir / "config" / "bad.yaml").write_text(cfg)

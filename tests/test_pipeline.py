@@ -1,5 +1,7 @@
-"""The Snakemake pipeline: smoke run content, no-op rerun, lint, broken configs, targets, resume,
-and the HTML report. The smoke workflow runs once per session (tests/conftest.py)."""
+"""The Snakemake pipeline: smoke run content, no-op rerun, lint, broken and malicious configs,
+typed --config values, targets, resume, GPU resources, use as a module, and the HTML report. The
+smoke workflow runs once per session (tests/conftest.py), from a working directory other than the
+repository's (snakemake -s <repo>/Snakefile)."""
 
 import json
 import os
@@ -11,7 +13,7 @@ import subprocess
 import pandas as pd
 import pytest
 import yaml
-from conftest import copy_pipeline, pipeline_env, run_snakemake
+from conftest import REPO, pipeline_env, run_snakemake, workdir_with_configs
 
 SMOKE = ["--configfile", "config/smoke.yaml"]
 METHODS = ["erm", "mr2", "mr2_uniform", "mr2_no_rep"]
@@ -66,10 +68,26 @@ def test_lint_is_clean(smoke_workdir):
     assert res.returncode == 0 and "Congratulations" in res.stdout + res.stderr
 
 
-def test_report_html(smoke_workdir):
+def embedded_pages(html):
+    """The HTML files Snakemake's report embeds (base64 data URIs), decoded."""
+    import base64
+
+    return [base64.b64decode(m).decode(errors="replace")
+            for m in re.findall(r"data:text/html;[^\"']*base64,([A-Za-z0-9+/=]+)", html)]
+
+
+def test_report_html_holds_the_findings_and_the_results_table(smoke_workdir):
     run_snakemake(smoke_workdir, *SMOKE, "--report", "results/report.html")
     html = (smoke_workdir / "results" / "report.html").read_text(errors="replace")
     assert "per_class_sorted" in html and "margins_over_training" in html
+    pages = [page for page in embedded_pages(html) if "MR² replication report" in page]
+    assert len(pages) == 1, "the report page is not in the HTML report"
+    page = pages[0]
+    table = pd.read_csv(smoke_workdir / "results" / "tables" / "results.csv")
+    erm = table[table["method"] == "erm"].iloc[0]
+    assert "What we find" in page and "MR² against ERM" in page and "<table>" in page
+    assert f"{erm['all_mean']:.1f} ± {erm['all_std']:.1f}" in page  # the results table's numbers
+    assert page.count("data:image/png;base64,") >= len(FIGURES)  # every figure inside the page
 
 
 def planned_jobs(res):
@@ -100,9 +118,9 @@ def test_killed_training_job_resumes_when_the_workflow_is_rerun(smoke_workdir):
     for f in outputs:
         (smoke_workdir / f).unlink()
     dry = run_snakemake(smoke_workdir, outputs[0], "-n", "-p", *SMOKE)
-    line = next(line for line in (dry.stdout + dry.stderr).splitlines() if "python -m mr2 train" in line)
-    cmd = line[line.index("python -m mr2 train"):].split(" > ")[0]  # the rule's command, output to us
-    proc = subprocess.Popen(shlex.split(cmd), cwd=smoke_workdir, stdout=subprocess.PIPE, text=True,
+    line = next(line for line in (dry.stdout + dry.stderr).splitlines() if " train --config " in line)
+    cmd = shlex.split(line[line.index("'python'"):].split(" > ")[0])  # the rule's command, output to us
+    proc = subprocess.Popen(cmd, cwd=smoke_workdir, stdout=subprocess.PIPE, text=True,
                             env={**pipeline_env(), "PYTHONUNBUFFERED": "1"})
     for line in proc.stdout:
         if "epoch 1/3" in line:
@@ -124,30 +142,152 @@ def test_theory_assumptions_reach_the_theory_step(smoke_workdir, tmp_path):
     assert "--delta 0.1" in line and "--norm frobenius" in line and "--c " not in line  # c: the CLI's default
 
 
+def with_change(workdir, change, name="broken.yaml"):
+    """config/<name>: the smoke config with ``change`` applied (``datasets`` replaced as a whole)."""
+    cfg = yaml.safe_load(open(workdir / "config" / "smoke.yaml"))
+    cfg.update(change)
+    (workdir / "config" / name).write_text(yaml.safe_dump(cfg))
+    return ["--configfile", f"config/{name}"]
+
+
+FM = {"name": "fashion_mnist", "train_cap": 100, "test_cap": 100}
+# each fails when the workflow is parsed: before any job, nothing written
 BROKEN = {
     "unknown method": ({"methods": ["erm", "mr3"]}, "mr3"),
     "negative lambda": ({"method_options": {"mr2": {"lam": -1.0}}}, "lam"),
+    "boolean lambda": ({"method_options": {"mr2": {"lam": True}}}, "lam"),
     "negative lambda sweep": ({"sweeps": {"method": "mr2", "lam": [-0.5]}}, "sweeps"),
-    "missing dataset root": ({"datasets": {"cifar100": {"data": {"name": "cifar100", "root": "/nonexistent/cifar"}}}},
-                             "datasets.cifar100.data"),
     "unknown key": ({"epochs": 3}, "epochs"),
     "theory delta out of range": ({"theory": {"delta": 1.5}}, "delta"),
-    "unknown engine key": ({"datasets": {"fashion_mnist": {"data": {"name": "fashion_mnist"},
-                                                          "train": {"epoch": 3}}}}, "train.epoch"),
+    "unknown engine key": ({"datasets": {"fashion_mnist": {"data": FM, "train": {"epoch": 3}}}}, "epoch"),
+    "fractional epochs": ({"datasets": {"fashion_mnist": {"data": FM, "train": {"epochs": 2.5}}}}, "epochs"),
+    "unknown device": ({"device": "tpu"}, "device"),
+    "misspelt device": ({"device": "cdua"}, "device"),
+    "options of a method not run": ({"method_options": {"mr_2": {"lam": 0.3}}}, "mr_2"),
+    "options of a method not in methods": ({"method_options": {"focal": {"gamma": 1.0}}}, "method_options.focal"),
+    "swept option the method lacks": ({"sweeps": {"method": "mr2", "gamma": [1.0]}}, "sweeps.gamma"),
+    "shared GPU without one GPU": ({"gpus": 0, "runs_per_gpu": 4}, "runs_per_gpu"),
+}
+# names that would become shell words or paths outside results/
+MALICIOUS = {
+    "dataset key runs a command": ({"datasets": {"fm$(touch PWNED)": {"data": FM}}}, "datasets"),
+    "dataset key leaves results/": ({"datasets": {"../../../escaped": {"data": FM}}}, "datasets"),
+    "sweep method runs a command": ({"sweeps": {"method": "mr2$(touch PWNED)", "c_bar": [2.0]}}, "sweeps"),
+    "sweep value runs a command": ({"sweeps": {"method": "mr2", "statistic": ["a$(touch PWNED)"]}}, "statistic"),
+    "sweep option leaves results/": ({"sweeps": {"method": "mr2", "../x": [1.0]}}, "sweeps"),
+    "reference runs a command": ({"reference": "erm;touch PWNED"}, "reference"),
 }
 
 
-@pytest.mark.parametrize("case", BROKEN)
-def test_broken_config_fails_before_any_job_naming_the_key(tmp_path, case):
-    change, needle = BROKEN[case]
-    workdir = copy_pipeline(tmp_path / "wd")
-    cfg = yaml.safe_load(open(workdir / "config" / "smoke.yaml"))
-    if "datasets" in change:
-        cfg["datasets"] = change["datasets"]
-    else:
-        cfg.update(change)
-    (workdir / "config" / "broken.yaml").write_text(yaml.safe_dump(cfg))
-    res = run_snakemake(workdir, "--configfile", "config/broken.yaml", check=False)
+def nothing_written(workdir):
+    written = [p for p in workdir.rglob("*") if p.is_file() and ".snakemake" not in p.parts
+               and p.parent.name != "config"]
+    assert not written and not (workdir / "results").exists() and not (workdir.parent / "escaped").exists(), written
+
+
+@pytest.mark.parametrize("case", [*BROKEN, *MALICIOUS])
+@pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "real-run"])
+def test_bad_config_fails_when_parsed_naming_the_key(tmp_path, case, dry):
+    change, needle = {**BROKEN, **MALICIOUS}[case]
+    workdir = workdir_with_configs(tmp_path / "wd")
+    res = run_snakemake(workdir, *with_change(workdir, change), *(["-n"] if dry else []), check=False)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and needle in out, out[-2000:]
+    assert "Traceback" not in out
+    nothing_written(workdir)
+
+
+def test_missing_dataset_fails_in_the_first_job_naming_it(tmp_path):
+    workdir = workdir_with_configs(tmp_path / "wd")
+    change = {"datasets": {"cifar100": {"data": {"name": "cifar100", "root": "/nonexistent/cifar"}}}}
+    args = with_change(workdir, change)
+    assert "check_config" in run_snakemake(workdir, *args, "-n").stdout  # a dry run needs no data
+    res = run_snakemake(workdir, *args, check=False)
     assert res.returncode != 0
-    assert needle in res.stdout + res.stderr, (res.stdout + res.stderr)[-2000:]
-    assert not (workdir / "results").exists()
+    log = (workdir / "results" / "logs" / "check_config.log").read_text()
+    assert "/nonexistent/cifar" in log and "data config results/data/cifar100.yaml" in log
+    assert not (workdir / "results" / "data" / "cifar100.pt").exists()
+    assert not list((workdir / "results").rglob("model.pt"))
+
+
+@pytest.mark.parametrize("args", [
+    ["--config", "method_options={mr2: {lam: 0.3}}"],
+    ["--config", "sweeps={method: mr2, lam: [0.5]}"],
+    ["--config", "seeds=[0,1]", "threads=1"],
+], ids=["nested options", "nested sweep", "list"])
+def test_values_given_with_config_are_typed(tmp_path, args):
+    workdir = workdir_with_configs(tmp_path / "wd")
+    res = run_snakemake(workdir, *SMOKE, "-n", "-p", *args)
+    assert res.returncode == 0
+    if "lam: [0.5]" in args[1]:
+        assert "results/runs/fashion_mnist/mr2/lam=0.5/seed1/run.yaml" in res.stdout
+    if "lam: 0.3" in args[1]:
+        run_snakemake(workdir, "results/runs/fashion_mnist/mr2/default/seed0/run.yaml", *SMOKE, *args)
+        written = yaml.safe_load((workdir / "results/runs/fashion_mnist/mr2/default/seed0/run.yaml").read_text())
+        assert written["method"]["options"] == {"lam": 0.3}
+
+
+def test_yaml_1_1_numbers_in_a_file_are_numbers(tmp_path):
+    workdir = workdir_with_configs(tmp_path / "wd")
+    text = (workdir / "config" / "smoke.yaml").read_text() + "method_options: {mr2: {lam: 1e-2}}\n"
+    text = text.replace("warmup_epochs: 0}", "warmup_epochs: 0, weight_decay: 5e-4}")
+    (workdir / "config" / "typed.yaml").write_text(text)
+    run = "results/runs/fashion_mnist/mr2/default/seed0/run.yaml"
+    run_snakemake(workdir, run, "--configfile", "config/typed.yaml")
+    written = yaml.safe_load((workdir / run).read_text())
+    assert written["method"]["options"]["lam"] == 0.01 and written["train"]["weight_decay"] == 0.0005
+
+
+def test_every_path_and_name_in_shell_commands_is_quoted():
+    """Each {input}, {output}, {params}, {log} and {wildcards} of a shell command carries :q (threads are ints)."""
+    for path in (REPO / "workflow" / "rules").glob("*.smk"):
+        for field in re.findall(r"\{((?:input|output|params|log|wildcards)[^}]*)\}", path.read_text()):
+            assert field.endswith(":q"), f"{path.name}: {{{field}}} is not quoted"
+
+
+def test_cpu_only_steps_stay_off_the_cluster():
+    """Under the SLURM profile the table, figure, analysis, theory, report and config steps run where
+    Snakemake runs (localrules), and the profile names no empty account."""
+    text = "".join(p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk"))
+    local = set(re.findall(r"^\s{4}(\w+),$", text, re.M))
+    assert {"aggregate", "results_table", "figures", "analysis", "theory_bound", "report", "check_config",
+            "run_config", "data_config"} <= local
+    assert {"train", "evaluate", "prepare", "jtt_stage1"}.isdisjoint(local)
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    assert "slurm_account" not in profile.get("default-resources", {})
+
+
+def test_runs_per_gpu_declares_gpu_slots_and_claims_a_device(tmp_path):
+    workdir = workdir_with_configs(tmp_path / "wd")
+    res = run_snakemake(workdir, *SMOKE, "-n", "-p", "--config", "gpus=1", "runs_per_gpu=4", "device=auto",
+                        "--resources", "gpu_slot=8")
+    jobs = res.stdout.split("\n\n")
+    for rule in ("train", "evaluate"):
+        mine = [job for job in jobs if re.search(rf"^(local)?rule {rule}:", job.strip(), re.M)]
+        assert mine and all("gpu_slot=1" in job and "gpu=" not in job.replace("gpu_slot", "") for job in mine)
+    assert "--gpu-slots 4 --lock-dir results/.gpu_locks" in res.stdout
+    plain = run_snakemake(workdir, *SMOKE, "-n", "--config", "gpus=1", "--resources", "gpu=1")
+    assert "gpu=1" in plain.stdout and "gpu_slot" not in plain.stdout
+
+
+def test_the_workflow_works_as_a_snakemake_module(tmp_path):
+    workdir = workdir_with_configs(tmp_path / "wd")
+    (workdir / "Snakefile").write_text(f"""configfile: "config/smoke.yaml"
+
+
+module mr2:
+    snakefile:
+        "{REPO / 'Snakefile'}"
+    config:
+        config
+
+
+use rule * from mr2 as mr2_*
+""")
+    direct = planned_jobs(run_snakemake(workdir, *SMOKE, "-n"))
+    res = run_snakemake(workdir, "-n", snakefile=workdir / "Snakefile")
+    as_module = planned_jobs(res)
+    assert as_module == {f"mr2_{rule}": n for rule, n in direct.items()}
+    run = "results/runs/fashion_mnist/mr2/c_bar=2.0/seed0/run.yaml"
+    run_snakemake(workdir, run, snakefile=workdir / "Snakefile")
+    assert yaml.safe_load((workdir / run).read_text())["tags"]["sweep"] == "c_bar"

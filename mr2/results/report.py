@@ -18,6 +18,7 @@ from ..common.io import save_text
 from ..common.runs import DEFAULT_VARIANT
 from .premise_text import premise_section
 from .statistics import paired_difference
+from .html import write_report_html
 from .tables import per_run_metrics
 
 # The paper's CIFAR-100 / ResNet-32 numbers for ERM and MR² as a third-party summary gives them
@@ -131,13 +132,18 @@ def baseline_findings(per_run: pd.DataFrame, dataset: str, reference: str = "erm
 
 
 def caption(report_dir: Path, name: str) -> str:
-    path = report_dir / f"{name}.rst"
-    return path.read_text().strip() if path.is_file() else ""
+    """The caption of figure or table ``name`` (``<report_dir>/<name>.rst``); a missing one is an error
+    naming it, so a report run from another folder never silently loses its captions."""
+    path = Path(report_dir) / f"{name}.rst"
+    if not path.is_file():
+        raise FileNotFoundError(f"caption {path} not found; give --captions the workflow's report folder")
+    return path.read_text().strip()
 
 
 def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict[str, str], out: str | Path,
                  report_dir: str | Path, config: dict[str, Any], reference: str = "erm",
-                 sections: Sequence[str] = (), analysis: str | Path | None = None) -> str:
+                 sections: Sequence[str] = (), analysis: str | Path | None = None,
+                 html_out: str | Path | None = None) -> str:
     """Assemble results/report.md; ``figures`` maps a figure name to its PNG path relative to ``out``;
     ``sections`` are Markdown sections written by other steps (e.g. the theory step's), placed
     before the figures; ``analysis`` (the folder of ``mr2.analysis.write_analysis``) adds the
@@ -176,5 +182,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
     text += ["## Configuration", "", "```yaml", yaml.safe_dump(config, sort_keys=False).strip(), "```", ""]
     body = "\n".join(text)
     save_text(body, out)
+    if html_out is not None:
+        write_report_html(body, Path(out).parent, html_out)
     return body
 

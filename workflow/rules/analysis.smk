@@ -1,8 +1,12 @@
 # Does the paper's premise hold? Each link of MR²'s chain measured from the tidy tables
-# (mr2/analysis.py): rank correlations with seed intervals, a_k's decomposition, two figures.
+# (mr2/results/premise_*.py): rank correlations with seed intervals, a_k's decomposition, two figures.
 ANALYSIS = "results/analysis"
 ANALYSIS_TABLES = ["correlations", "correlation_summary", "decomposition", "decomposition_summary", "margins"]
 ANALYSIS_FIGURES = ["premise_decomposition", "premise_margins"]
+
+
+localrules:
+    analysis,
 
 
 rule analysis:
@@ -15,14 +19,14 @@ rule analysis:
         png=[report(f"{ANALYSIS}/{n}.png", caption=f"../report/{n}.rst", category="Premise") for n in ANALYSIS_FIGURES],
         pdf=[f"{ANALYSIS}/{n}.pdf" for n in ANALYSIS_FIGURES],
     params:
-        reference=config.get("reference", "erm"),
-        method=config.get("sweeps", {}).get("method", "mr2"),
+        reference=REFERENCE,
+        method=SWEEP_METHOD,
         tables=lambda wildcards, input: folder_of(input[0]),
         out=lambda wildcards, output: folder_of(output.summary),
     log:
         f"{LOGS}/analysis.log",
     conda:
-        ENV
+        ENV_RESULTS
     shell:
-        "python -m mr2 analysis --tables {params.tables} --reference {params.reference} --method {params.method}"
-        " --out {params.out} > {log} 2>&1"
+        "python -m mr2 analysis --tables {params.tables:q} --reference {params.reference:q} --method {params.method:q}"
+        " --out {params.out:q} > {log:q} 2>&1"

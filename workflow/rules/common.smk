@@ -1,29 +1,32 @@
-"""Helpers of the pipeline: config validation, the runs of the config, and every path pattern.
-
-Path patterns are written here once; rules and targets use these names, never rebuild paths.
-All checks run when the workflow is parsed, so a bad config fails before any job starts.
-"""
+# Helpers of the pipeline: the config's types and checks, the runs of the config, every path pattern.
+#
+# Parse-time code uses only the standard library, YAML and jsonschema (no torch, no mr2): a dry run
+# needs neither the training stack nor any data. Path patterns are written here once; rules and
+# targets use these names. The engine's deeper checks (each run config resolved against the
+# engine's defaults, its method's options built, each dataset's files present) run in the first,
+# short jobs, `run_config` and `data_config`, with the same named errors.
 
 import copy
 import json
-import os
+import math
+import re
 import shlex
+from pathlib import Path
 
+import yaml
 from snakemake.utils import validate
 
-from mr2.engine import config as run_config
-from mr2.engine.data import check_available
-from mr2.engine import jtt as jtt_stages
-from mr2.method.losses.factory import check_options
-
-# Snakemake's --config reads the items of a list as strings ("seeds=[0,1]" gives ["0", "1"]).
-if all(isinstance(seed, str) and seed.isdigit() for seed in config.get("seeds", [])):
-    config["seeds"] = [int(seed) for seed in config["seeds"]]
-
-validate(config, schema="../schemas/config.schema.yaml")
+# the repository of this workflow (mr2's code, the report's captions), also when it is used as a
+# Snakemake module from another workflow (workflow.basedir is then the other one's folder)
+ROOT = Path(workflow.current_basedir.get_path_or_uri(secret_free=True)).resolve().parents[1]
+CAPTIONS = ROOT / "workflow" / "report"
+ENV_TORCH = "../envs/torch.yml"  # configs, prepare, train, evaluate, theory (--sdm conda)
+ENV_RESULTS = "../envs/results.yml"  # tables, figures, analysis, report: pandas and matplotlib, no torch
 
 DATA = "results/data/{dataset}.pt"
+DATA_CONFIG = "results/data/{dataset}.yaml"
 RUN_DIR = "results/runs/{dataset}/{method}/{variant}/seed{seed}"
+RUN_CONFIG = f"{RUN_DIR}/run.yaml"
 # JTT's stage 1 (an ERM run) and its error set on the training split: steps of a jtt run, not results
 JTT_DIR = "results/jtt/{dataset}/{variant}/seed{seed}"
 JTT_STAGE1_DIR = f"{JTT_DIR}/stage1"
@@ -36,10 +39,11 @@ TABLE_NAMES = ["per_class", "runs", "epochs", "groups"]
 FIGURES = "results/figures"
 LOGS = "results/logs"
 REPORT = "results/report.md"
+REPORT_HTML = "results/report_page.html"
 THEORY = "results/theory"
 THEORY_FIGURE = "bound_terms"  # written by the theory step into FIGURES, beside the results figures
 PIPELINE_CONFIG = "results/pipeline_config.json"
-ENV = "../../environment.yml"  # for --sdm conda; the README's set-up installs the same packages
+GPU_LOCKS = "results/.gpu_locks"
 FIGURE_NAMES = [
     "per_class_sorted",
     "accuracy_vs_variability",
@@ -49,126 +53,140 @@ FIGURE_NAMES = [
     "sweeps",
 ]
 DEFAULT_VARIANT = "default"
+NAME = re.compile(r"^(?!.*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*$")
 
 
 class PipelineConfigError(ValueError):
     pass
 
 
+# ----------------------------------------------------------------------------- types and checks
+_INT = re.compile(r"^[-+]?[0-9]+$")
+_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?$")
+
+
+def typed(value):
+    """Config values as YAML 1.2 reads them. Snakemake passes nested `--config` values as strings
+    ("0.3", "true") and PyYAML reads `1e-2` in a config file as a string; numbers, booleans and
+    null written so become numbers, booleans and None. Names (letters first) stay strings."""
+    if isinstance(value, dict):
+        return {key: typed(v) for key, v in value.items()}
+    if isinstance(value, list):
+        return [typed(v) for v in value]
+    if not isinstance(value, str):
+        return value
+    if _INT.match(value):
+        return int(value)
+    if _FLOAT.match(value):
+        return float(value)
+    if value in ("true", "True", "TRUE", "false", "False", "FALSE"):
+        return value.lower() == "true"
+    if value in ("null", "Null", "NULL", "~"):
+        return None
+    return value
+
+
+def check_cross_keys():
+    """Checks across keys that the schema cannot express, each error naming the key."""
+    methods = config["methods"]
+    sweep_method = config["sweeps"].get("method", "mr2")
+    swept = [key for key in config["sweeps"] if key != "method"]
+    if config["reference"] not in methods:
+        raise PipelineConfigError(f"config key 'reference': {config['reference']!r} is not in 'methods' {methods}")
+    for method in config["method_options"]:
+        if method not in methods and not (swept and method == sweep_method):
+            raise PipelineConfigError(f"config key 'method_options.{method}': method {method!r} is not run "
+                                      f"(not in 'methods' {methods}{' nor sweeps.method' if swept else ''})")
+    takes = method_option_names(sweep_method)
+    for key in swept:
+        if key not in takes:
+            raise PipelineConfigError(f"config key 'sweeps.{key}': method {sweep_method!r} (sweeps.method) has no "
+                                      f"option {key!r}; its options: {', '.join(sorted(takes)) or 'none'}")
+    for variant in sweep_variants():
+        if not NAME.match(variant):
+            raise PipelineConfigError(f"config key 'sweeps': variant name {variant!r} is not a safe name "
+                                      "(letters, digits and _ . = - only)")
+    if config["runs_per_gpu"] > 1 and config["gpus"] != 1:
+        raise PipelineConfigError(f"config key 'runs_per_gpu' ({config['runs_per_gpu']}) shares one GPU between runs: "
+                                  f"it needs gpus: 1 (got gpus: {config['gpus']})")
+
+
+def method_option_names(method):
+    """The options the schema lets ``method_options.<method>`` set (its loss's options)."""
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    node = schema["properties"]["method_options"]["properties"][method]
+    while "$ref" in node:  # a local reference "#/$defs/<name>"
+        target = schema
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = target
+    return set(node.get("properties", {}))
+
+
+def variant_name(option, value):
+    """``c_bar=0.5``: the variant of the swept method that sets ``option`` to ``value``."""
+    return f"{option}={value}"
+
+
 def sweep_variants():
-    """Variants of the swept method, one option changed each, named "option=value":
-    {"c_bar=0.5": {"c_bar": 0.5}, "statistic=spread": {"statistic": "spread"}, ...}.
+    """Variants of the swept method, one option changed each: {"c_bar=0.5": ("c_bar", 0.5), ...}.
     c_bar and lam are the paper's Fig. 5; any other option of the method may be swept too."""
-    sweeps = config.get("sweeps", {})
-    out = {}
-    for key, values in sweeps.items():
-        if key == "method":
-            continue
-        for value in values:
-            out[f"{key}={value}"] = {key: value}
-    return out
+    return {variant_name(key, value): (key, value) for key, values in config["sweeps"].items() if key != "method"
+            for value in values}
 
 
+config.update(typed(dict(config)))
+validate(config, schema="../schemas/config.schema.yaml")
+check_cross_keys()
+SWEEP_METHOD = config["sweeps"].get("method", "mr2")
+REFERENCE = config["reference"]
+
+
+# ----------------------------------------------------------------------------- runs and their configs
 def runs():
     """Every (dataset, method, variant, seed) of the config."""
     out = []
-    sweep_method = config.get("sweeps", {}).get("method", "mr2")
     for dataset in config["datasets"]:
         for method in config["methods"]:
             for seed in config["seeds"]:
                 out.append(dict(dataset=dataset, method=method, variant=DEFAULT_VARIANT, seed=seed))
         for variant in sweep_variants():
             for seed in config["seeds"]:
-                out.append(dict(dataset=dataset, method=sweep_method, variant=variant, seed=seed))
+                out.append(dict(dataset=dataset, method=SWEEP_METHOD, variant=variant, seed=seed))
     return out
 
 
-def method_options(method, variant):
-    options = copy.deepcopy(config.get("method_options", {}).get(method, {}))
+def merged(base, update):
+    """``base`` updated by ``update``, nested mappings merged key by key (the engine checks the keys)."""
+    out = copy.deepcopy(base)
+    for key, value in update.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def run_config(dataset, method, variant, seed):
+    """The settings of one run as the pipeline states them: the `run` section, the dataset's block,
+    the method's options, the variant's option, the seed and the run's tags. The engine fills every
+    key left out with its defaults (`mr2 configure`) and writes the result as the run's run.yaml."""
+    cfg = merged(config["run"], {key: config["datasets"][dataset].get(key, {}) for key in ("data", "model", "train")})
+    options = copy.deepcopy(config["method_options"].get(method, {}))
+    tags = {"variant": variant, "dataset_key": dataset}
     if variant != DEFAULT_VARIANT:
-        options.update(sweep_variants()[variant])
-    return options
+        option, value = sweep_variants()[variant]
+        options[option] = value
+        tags["sweep"] = option
+    return {**cfg, "seed": int(seed), "device": config["device"], "threads": config["threads"], "tags": tags,
+            "method": {"name": method, "options": options}}
 
 
-def run_cfg(dataset, method, variant, seed):
-    """The resolved engine config of one run (defaults <- run <- dataset block <- method)."""
-    block = config["datasets"][dataset]
-    update = {
-        "seed": int(seed),
-        "device": config.get("device", "auto"),
-        "threads": config.get("threads", 1),
-        "tags": {"variant": variant, "dataset_key": dataset},
-        "method": {"name": method, "options": method_options(method, variant)},
-    }
-    cfg = run_config.deep_merge(run_config.DEFAULTS, config.get("run", {}))
-    for section in ("data", "model", "train"):
-        cfg = run_config.deep_merge(cfg, {section: block.get(section, {})}, ())
-    cfg = run_config.validate(run_config.deep_merge(cfg, update))
-    if method == "jtt":  # stage 2 up-samples the error set of stage 1 (workflow/rules/jtt.smk)
-        cfg = jtt_stages.stage2_config(cfg, JTT_ERRORS.format(dataset=dataset, variant=variant, seed=seed))
-    return cfg
+def run_config_yaml(wildcards):
+    return yaml.safe_dump(run_config(wildcards.dataset, wildcards.method, wildcards.variant, wildcards.seed),
+                          sort_keys=False)
 
 
-def check_config():
-    """Everything that can be checked before a job runs, each error naming the key."""
-    sweep_method = config.get("sweeps", {}).get("method", "mr2")
-    if sweep_variants() and sweep_method in ("erm",):
-        raise PipelineConfigError(f"config key 'sweeps.method': {sweep_method!r} has no options to sweep")
-    reference = config.get("reference", "erm")
-    if reference not in config["methods"]:
-        raise PipelineConfigError(f"config key 'reference': {reference!r} is not in 'methods' {config['methods']}")
-    for name, block in config["datasets"].items():
-        try:
-            check_available(block["data"])
-        except (ValueError, FileNotFoundError) as exc:
-            raise PipelineConfigError(f"config key 'datasets.{name}.data': {exc}") from None
-    for r in runs():
-        where = f"datasets.{r['dataset']} / method {r['method']} / variant {r['variant']}"
-        try:
-            check_options(r["method"], method_options(r["method"], r["variant"]))
-            run_cfg(**r)
-        except ValueError as exc:
-            raise PipelineConfigError(f"invalid config for {where}: {exc}") from None
-
-
-check_config()
-
-
-def theory_args():
-    """Config key `theory` as options of `python -m theory bound` (its defaults where unset)."""
-    return " ".join(f"--{key} {shlex.quote(str(value))}" for key, value in sorted(config.get("theory", {}).items()))
-
-
-def set_args(cfg, prefix=""):
-    """A nested config as shell-quoted ``--set key.path=<json>`` arguments."""
-    args = []
-    for key, value in cfg.items():
-        path = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            args += set_args(value, f"{path}.")
-        else:
-            args.append(f"--set {shlex.quote(f'{path}={json.dumps(value)}')}")
-    return args
-
-
-def jtt_stage1_args(wildcards):
-    cfg = run_cfg(wildcards.dataset, "jtt", wildcards.variant, wildcards.seed)
-    return " ".join(set_args(jtt_stages.stage1_config(cfg)))
-
-
-def upsample_input(wildcards):
-    """The error set a jtt run up-samples; nothing for the other methods."""
-    if wildcards.method != "jtt":
-        return []
-    return JTT_ERRORS.format(dataset=wildcards.dataset, variant=wildcards.variant, seed=wildcards.seed)
-
-
-def train_args(wildcards):
-    return " ".join(set_args(run_cfg(wildcards.dataset, wildcards.method, wildcards.variant, wildcards.seed)))
-
-
-def prepare_args(wildcards):
-    return " ".join(set_args({"data": config["datasets"][wildcards.dataset]["data"]}))
+def data_config_yaml(wildcards):
+    block = merged(config["run"].get("data", {}), config["datasets"][wildcards.dataset]["data"])
+    return yaml.safe_dump({"data": block}, sort_keys=False)
 
 
 def all_run_dirs():
@@ -180,9 +198,52 @@ def all_run_files():
     return [f"{d}/{f}" for d in all_run_dirs() for f in RUN_FILES[1:] + [f"eval/{e}" for e in EVAL_FILES]]
 
 
-def folder_of(path):
-    return os.path.dirname(path)
+def upsample_input(wildcards):
+    """The error set a jtt run up-samples; nothing for the other methods."""
+    if wildcards.method != "jtt":
+        return []
+    return JTT_ERRORS.format(dataset=wildcards.dataset, variant=wildcards.variant, seed=wildcards.seed)
+
+
+def jtt_errors_args(wildcards, input):
+    """``--jtt-errors <file>`` for a jtt run (stage 2 up-samples stage 1's error set)."""
+    return ["--jtt-errors", input.upsample] if wildcards.method == "jtt" else []
+
+
+def theory_args():
+    """Config key `theory` as options of `python -m theory bound` (its defaults where unset)."""
+    return [word for key, value in sorted(config["theory"].items()) for word in (f"--{key}", str(value))]
+
+
+def launcher():
+    """The command that runs the CLI: ``python -m mr2``, or with `gpus` > 1 torchrun with one process
+    per GPU on one node (``--standalone`` picks a free port, so several runs can share a node)."""
+    if config["gpus"] <= 1:
+        return ["python", "-m", "mr2"]
+    return ["python", "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={config['gpus']}", "-m", "mr2"]
 
 
 def gpu_resources():
-    return {"gpu": config.get("gpus", 0)} if config.get("gpus", 0) > 0 else {}
+    """What a training or evaluation job declares: `gpu=N`, or with runs_per_gpu > 1 `gpu_slot=1`."""
+    if config["gpus"] <= 0:
+        return {}
+    if config["runs_per_gpu"] > 1:
+        return {"gpu_slot": 1}
+    return {"gpu": config["gpus"]}
+
+
+def device_args():
+    """``--device`` (and, when runs share a GPU, ``--gpu-slots N --lock-dir ...``) of the CLI."""
+    args = ["--device", config["device"]]
+    if config["gpus"] > 0 and config["runs_per_gpu"] > 1:
+        args += ["--gpu-slots", str(config["runs_per_gpu"]), "--lock-dir", GPU_LOCKS]
+    return args
+
+
+def folder_of(path):
+    return str(Path(path).parent)
+
+
+# Every job runs this workflow's own mr2 (the repository the Snakefile is in), whatever the
+# working directory or the environment, so the code that trains is the code that was checked.
+shell.prefix(f"export PYTHONPATH={shlex.quote(str(ROOT))}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; ")

@@ -8,14 +8,14 @@ rule evaluate:
     params:
         run=lambda wildcards, input: folder_of(input.model),
         out=lambda wildcards, output: folder_of(output[0]),
-        device=config.get("device", "auto"),
-    threads: config.get("threads", 1)
+        device=device_args(),
+    threads: config["threads"]
     resources:
         **gpu_resources(),
     log:
         f"{LOGS}/evaluate/{{dataset}}/{{method}}/{{variant}}/seed{{seed}}.log",
     conda:
-        ENV
+        ENV_TORCH
     shell:
-        "python -m mr2 evaluate --run {params.run} --data {input.data} --out {params.out}"
-        " --device {params.device} --threads {threads} > {log} 2>&1"
+        "python -m mr2 evaluate --run {params.run:q} --data {input.data:q} --out {params.out:q}"
+        " {params.device:q} --threads {threads} > {log:q} 2>&1"

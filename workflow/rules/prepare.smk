@@ -1,12 +1,12 @@
 rule prepare:
     """Dataset -> a cached, checksummed tensor file (split into train/validation/test)."""
+    input:
+        config=DATA_CONFIG,
     output:
         DATA,
-    params:
-        args=prepare_args,
     log:
         f"{LOGS}/prepare/{{dataset}}.log",
     conda:
-        ENV
+        ENV_TORCH
     shell:
-        "python -m mr2 prepare {params.args} --out {output} > {log} 2>&1"
+        "python -m mr2 prepare --config {input.config:q} --out {output:q} > {log:q} 2>&1"

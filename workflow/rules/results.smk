@@ -1,5 +1,12 @@
-REFERENCE = config.get("reference", "erm")
-SWEEP_METHOD = config.get("sweeps", {}).get("method", "mr2")
+# The results layer: tidy tables, the results table, figures and the report. CPU only and quick, so
+# they run where Snakemake runs (localrules), also under the SLURM profile.
+
+
+localrules:
+    aggregate,
+    results_table,
+    figures,
+    report,
 
 
 rule aggregate:
@@ -15,9 +22,10 @@ rule aggregate:
     log:
         f"{LOGS}/aggregate.log",
     conda:
-        ENV
+        ENV_RESULTS
     shell:
-        "python -m mr2 aggregate --runs {params.runs} --reference {params.reference} --out {params.out} > {log} 2>&1"
+        "python -m mr2 aggregate --runs {params.runs:q} --reference {params.reference:q} --out {params.out:q}"
+        " > {log:q} 2>&1"
 
 
 rule results_table:
@@ -33,9 +41,9 @@ rule results_table:
     log:
         f"{LOGS}/results_table.log",
     conda:
-        ENV
+        ENV_RESULTS
     shell:
-        "python -m mr2 table --tables {params.tables} --reference {params.reference} > {log} 2>&1"
+        "python -m mr2 table --tables {params.tables:q} --reference {params.reference:q} > {log:q} 2>&1"
 
 
 rule figures:
@@ -53,28 +61,15 @@ rule figures:
     log:
         f"{LOGS}/figures.log",
     conda:
-        ENV
+        ENV_RESULTS
     shell:
-        "python -m mr2 figures --tables {params.tables} --reference {params.reference}"
-        " --sweep-method {params.sweep_method} --out {params.out} > {log} 2>&1"
-
-
-rule pipeline_config:
-    """The pipeline config as run (after schema defaults), recorded with the results."""
-    output:
-        PIPELINE_CONFIG,
-    params:
-        config=json.dumps(config, sort_keys=True),
-    log:
-        f"{LOGS}/pipeline_config.log",
-    conda:
-        ENV
-    shell:
-        "echo {params.config:q} > {output} 2> {log}"
+        "python -m mr2 figures --tables {params.tables:q} --reference {params.reference:q}"
+        " --sweep-method {params.sweep_method:q} --out {params.out:q} > {log:q} 2>&1"
 
 
 rule report:
-    """results/report.md: table, generated findings, figures with captions, the config."""
+    """results/report.md: table, generated findings, figures with captions, the config; and the same
+    as one self-contained HTML page for Snakemake's --report."""
     input:
         md=f"{TABLES}/results.md",
         figures=rules.figures.output.png,
@@ -84,17 +79,19 @@ rule report:
         theory=f"{THEORY}/bound.md",
         theory_figure=f"{FIGURES}/{THEORY_FIGURE}.png",
     output:
-        REPORT,
+        md=REPORT,
+        html=report(REPORT_HTML, caption="../report/report_page.rst", category="Report"),
     params:
         reference=REFERENCE,
         tables=lambda wildcards, input: folder_of(input.md),
         figures=lambda wildcards, input: folder_of(input.figures[0]),
         analysis=lambda wildcards, input: folder_of(input.analysis),
+        captions=str(CAPTIONS),
     log:
         f"{LOGS}/report.log",
     conda:
-        ENV
+        ENV_RESULTS
     shell:
-        "python -m mr2 report --tables {params.tables} --figures {params.figures} --captions workflow/report"
-        " --config {input.cfg} --analysis {params.analysis} --reference {params.reference}"
-        " --section {input.theory} --out {output} > {log} 2>&1"
+        "python -m mr2 report --tables {params.tables:q} --figures {params.figures:q} --captions {params.captions:q}"
+        " --config {input.cfg:q} --analysis {params.analysis:q} --reference {params.reference:q}"
+        " --section {input.theory:q} --out {output.md:q} --html {output.html:q} > {log:q} 2>&1"

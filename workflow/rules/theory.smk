@@ -1,3 +1,7 @@
+localrules:
+    theory_bound,
+
+
 rule theory_bound:
     """Proposition 1 on every trained model: each term, the bound, test error, tightness (a table,
     the report's theory section and a figure), from the tidy tables only."""
@@ -10,12 +14,12 @@ rule theory_bound:
         pdf=f"{FIGURES}/{THEORY_FIGURE}.pdf",
     params:
         tables=lambda wildcards, input: folder_of(input[0]),
-        figure=lambda wildcards, output: os.path.splitext(output.png)[0],
+        figure=lambda wildcards, output: str(Path(output.png).with_suffix("")),
         assumptions=theory_args(),
     log:
         f"{LOGS}/theory_bound.log",
     conda:
-        ENV
+        ENV_TORCH
     shell:
-        "python -m theory bound --tables {params.tables} --out {output.csv} --markdown {output.md}"
-        " --figure {params.figure} {params.assumptions} > {log} 2>&1"
+        "python -m theory bound --tables {params.tables:q} --out {output.csv:q} --markdown {output.md:q}"
+        " --figure {params.figure:q} {params.assumptions:q} > {log:q} 2>&1"

@@ -34,6 +34,7 @@ from typing import Callable
 
 import torch
 
+from ..config import DEFAULTS
 from .files import (
     DEFAULT_IMAGE_SIZE,
     TORCHVISION_SETS,
@@ -67,16 +68,9 @@ DIGITS_TEST_SEED = 0
 STATS_SAMPLE = 1000  # file-backed sets: mean/std from this many seeded training images at most
 STATS_SEED = 0
 
-CONFIG_DEFAULTS: dict = {
-    "name": None,  # required
-    "root": None,
-    "download": False,
-    "val_fraction": 0.1,
-    "split_seed": 0,
-    "train_cap": None,
-    "test_cap": None,
-    "image_size": None,
-}
+#: the data config's keys and defaults: the run config's (``mr2.engine.config.DEFAULTS``), but a
+#: dataset config on its own must name its dataset
+CONFIG_DEFAULTS: dict = {**DEFAULTS["data"], "name": None}
 
 
 @dataclass(frozen=True)
