@@ -11,6 +11,8 @@
   python -m mr2 report   --tables results/tables --figures results/figures --config <pipeline config> --out results/report.md
 
 Every step resolves and checks its config before any long work starts; outputs are atomic.
+Bad input (a config key or value, a file) is one line ``error: ...`` on stderr and exit code 2;
+a run that diverged is one line and exit code 1; never a traceback for either.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[prepare] {args.out}: {summary}")
         elif args.step == "train":
             from .engine import config as config_mod
-            from .engine.train import train
+            from .engine.train import NonFiniteLossError, train
 
             sets = list(args.set)
             if args.threads is not None:
@@ -91,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
             if args.device is not None:
                 sets.append(f"device={args.device}")
             cfg = config_mod.resolve(args.config, sets)
-            train(cfg, args.data, args.out)
+            try:
+                train(cfg, args.data, args.out)
+            except NonFiniteLossError as exc:  # the run stopped: not bad input, exit code 1
+                print(f"error: {one_line(exc)}", file=sys.stderr)
+                return 1
         elif args.step == "evaluate":
             from .engine.evaluate import evaluate
 
@@ -104,10 +110,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[errors] {args.out}: {len(table)} misclassified training samples")
         else:
             results_step(args)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (ValueError, FileNotFoundError) as exc:  # bad input: a config, a file, a value
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     return 0
+
+
+def one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (a config error, a refused file, a diverged run)."""
+    return " ".join(str(exc).split())
 
 
 def results_step(args) -> None:

@@ -257,10 +257,10 @@ def resume_key(cfg: dict[str, Any]) -> dict[str, Any]:
 
 def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print) -> dict[str, Any]:
     """Train one run (see module docstring). Returns the last epoch's run-level numbers."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     # every option of the method written out: the saved config says what the run used
     cfg = {**cfg, "method": {**cfg["method"], "options": resolve_options(cfg["method"]["name"], cfg["method"]["options"])}}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     runner = Runner(cfg, data_path, out, log)
     log = runner.log  # silent on every rank but 0
     tc = cfg["train"]

@@ -1,0 +1,157 @@
+"""Issue 16, the engine's side: files and configs from others are safe to use.
+
+No code runs from a received file; a prepared file is checked against the run's config and its
+checksum; a diverged run stops with one line; outputs respect the umask and stray temporaries
+are cleaned; a resume is exact or refused; typos in a run config or method options are errors.
+"""
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from mr2.common.io import save_text
+from mr2.engine import config as run_config
+from mr2.engine.checkpoint import UnsafeFileError, load_torch, save_torch
+from mr2.engine.config import ConfigError
+from mr2.engine.data import prepare_dataset
+from mr2.engine.data.readers import read_cifar100_batch, read_cifar100_names
+from mr2.engine.inference import select_device
+from mr2.engine.train import CHECKPOINT, NonFiniteLossError, train
+from mr2.method.losses.factory import METHODS, resolve_options
+
+REPO = Path(__file__).resolve().parents[1]
+QUICK = {"epochs": 2, "batch_size": 64, "warmup_epochs": 0, "flip": False, "crop_padding": 1}
+
+
+class Touch:
+    """Unpickling this runs ``touch <marker>``: what a crafted file would do."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return os.system, (f"touch {self.marker}",)
+
+
+def run_cfg(**update):
+    base = {"data": {"name": "digits"}, "model": {"name": "mlp"}, "method": {"name": "erm"}, "threads": 1,
+            "train": QUICK}
+    return run_config.deep_merge(run_config.deep_merge(run_config.DEFAULTS, base), update)
+
+
+def mr2(*args: str) -> subprocess.CompletedProcess:
+    """``python -m mr2 <args>`` with this repository first on the path."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "mr2", *args], capture_output=True, text=True, env=env, cwd=REPO)
+
+
+def assert_one_line_error(res: subprocess.CompletedProcess, *needles: str, code: int = 2) -> str:
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == code, (res.returncode, res.stderr[-2000:])
+    assert "Traceback" not in res.stderr and len(lines) == 1 and lines[0].startswith("error: "), res.stderr[-2000:]
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+class Stop(Exception):
+    pass
+
+
+def stop_after_epoch(n: int):
+    """A ``log`` for ``train`` that interrupts it once epoch ``n`` is logged (its checkpoint is written)."""
+    def log(message: str) -> None:
+        if f" epoch {n}/" in message:
+            raise Stop
+
+    return log
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "digits.pt"
+    prepare_dataset({"name": "digits"}, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def other_digits(tmp_path_factory):
+    """The digits prepared with other data settings (another split seed)."""
+    path = tmp_path_factory.mktemp("data") / "digits_split1.pt"
+    prepare_dataset({"name": "digits", "split_seed": 1}, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def finished_run(digits, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    train(run_cfg(train={"epochs": 1}), digits, out, log=lambda *_: None)
+    return out
+
+
+# ------------------------------------------------------------------ 6. typos are errors
+@pytest.mark.parametrize("key", ["train.epochs", "train.batch_size", "train.eval_batch_size", "train.num_workers",
+                                 "train.crop_padding", "train.shift", "train.upsample_factor", "seed", "threads"])
+def test_integer_keys_reject_fractions_and_booleans(key):
+    for value in ("2.5", "true", "'3'"):
+        with pytest.raises(ConfigError, match=rf"config key '{key}' must be an integer"):
+            run_config.resolve(sets=[f"{key}={value}"])
+
+
+@pytest.mark.parametrize("device, ok", [("tpu", False), ("cdua", False), ("cuda:x", False), ("1", False),
+                                        ("auto", True), ("cpu", True), ("cuda", True), ("cuda:1", True)])
+def test_device_must_name_a_device(device, ok):
+    if ok:
+        assert run_config.resolve(sets=[f"device={device}"])["device"] == device
+    else:
+        with pytest.raises(ConfigError, match=r"config key 'device' \(--device\) must be auto, cpu, cuda or cuda:N"):
+            run_config.resolve(sets=[f"device={device}"])
+        with pytest.raises(ConfigError, match="must be auto, cpu, cuda or cuda:N"):
+            select_device(device)
+
+
+def test_malformed_yaml_names_the_key_or_file(tmp_path):
+    with pytest.raises(ConfigError, match=r"--set value of config key 'train\.lr' \('\[1'\) is not valid YAML"):
+        run_config.resolve(sets=["train.lr=[1"])
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("train: {lr: [1\n")
+    with pytest.raises(ConfigError, match=rf"config file {bad} is not valid YAML"):
+        run_config.resolve([bad])
+    with pytest.raises(ConfigError, match="'train.lr' was already set to a value"):
+        run_config.resolve(sets=["train.lr=1", "train.lr.x=2"])
+
+
+WRONG_KIND = {bool: [1, "true"], int: [2.5, True, "3"], float: [True, "0.3", float("nan"), None], str: [3, True]}
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_every_method_rejects_options_of_the_wrong_kind(method):
+    defaults = METHODS[method][1]
+    for option, default in defaults.items():
+        for value in WRONG_KIND.get(type(default), []):
+            with pytest.raises(ValueError, match=rf"method '{method}': option '{option}' must be"):
+                resolve_options(method, {option: value})
+        if type(default) in WRONG_KIND:  # a value of the right kind passes
+            assert resolve_options(method, {option: default})[option] == default
+    with pytest.raises(ValueError, match=rf"method '{method}': options must be a mapping"):
+        resolve_options(method, [1])
+
+
+def test_cli_prints_typos_as_one_line_with_exit_code_2(digits, tmp_path):
+    base = ["train", "--data", str(digits), "--out", str(tmp_path / "run"), "--set", "data.name=digits"]
+    cases = [(["--set", "train.epochs=2.5"], "'train.epochs' must be an integer"),
+             (["--set", "device=tpu"], "'device' (--device) must be"),
+             (["--device", "cdua"], "got 'cdua'"),
+             (["--set", "train.lr=[1"], "config key 'train.lr'"),
+             (["--set", "method.options.lam=true"], "method 'mr2': option 'lam' must be a finite number, got True")]
+    for extra, needle in cases:
+        assert_one_line_error(mr2(*base, *extra), needle)
+    assert not (tmp_path / "run").exists()
+    res = mr2("evaluate", "--run", str(tmp_path), "--data", str(digits), "--out", str(tmp_path / "e"), "--device", "tpu")
+    assert_one_line_error(res, "got 'tpu'")
