@@ -95,6 +95,65 @@ def finished_run(digits, tmp_path_factory):
     return out
 
 
+# ------------------------------------------------------------------ 1. no code runs from a received file
+@pytest.mark.parametrize("victim", ["model.pt", "checkpoint.pt", "data", "weights"])
+def test_a_crafted_pickle_is_refused_in_one_line_and_never_runs(victim, digits, finished_run, tmp_path):
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.pt"
+    torch.save({"config": Touch(marker), "state": {}}, evil)
+    run_dir, data, out = tmp_path / "run", digits, tmp_path / "out"
+    base = ["--set", "data.name=digits", "--set", "model.name=mlp", "--set", "train.epochs=1", "--threads", "1"]
+    if victim == "model.pt":
+        run_dir.mkdir()
+        (run_dir / "model.pt").write_bytes(evil.read_bytes())
+        named = str(run_dir / "model.pt")
+        results = [mr2("evaluate", "--run", str(run_dir), "--data", str(data), "--out", str(out)),
+                   mr2("errors", "--run", str(run_dir), "--data", str(data), "--out", str(out / "e.csv"))]
+    elif victim == "checkpoint.pt":
+        run_dir.mkdir()
+        (run_dir / CHECKPOINT).write_bytes(evil.read_bytes())
+        named = str(run_dir / CHECKPOINT)
+        results = [mr2("train", *base, "--data", str(data), "--out", str(run_dir))]
+    elif victim == "data":
+        named = str(evil)
+        results = [mr2("train", *base, "--data", str(evil), "--out", str(run_dir)),
+                   mr2("evaluate", "--run", str(finished_run), "--data", str(evil), "--out", str(out))]
+    else:
+        named = str(evil)
+        results = [mr2("train", *base, "--set", f"model.weights={evil}", "--data", str(data), "--out", str(run_dir))]
+    for res in results:
+        assert_one_line_error(res, named, "refused to load")
+    assert not marker.exists()
+    assert not out.exists() and (victim == "model.pt" or not (run_dir / "model.pt").exists())
+
+
+def cifar_pickle(obj, path: Path) -> Path:
+    """``obj`` pickled as the CIFAR python version is: GLOBAL opcodes naming numpy 1's
+    ``numpy.core.multiarray._reconstruct`` for arrays (protocol 3 writes GLOBAL; numpy 2 names its
+    ``numpy._core``, renamed here to the released files' module)."""
+    raw = pickle.dumps(obj, protocol=3)
+    path.write_bytes(raw.replace(b"numpy._core.multiarray\n_reconstruct", b"numpy.core.multiarray\n_reconstruct"))
+    return path
+
+
+def test_cifar_pickles_are_read_with_numpy_arrays_only(tmp_path):
+    data = np.arange(3 * 3072, dtype=np.uint64).astype(np.uint8).reshape(3, 3072)
+    batch = cifar_pickle({b"batch_label": b"training batch", b"data": data, b"fine_labels": [5, 0, 99],
+                          b"coarse_labels": [1, 2, 3]}, tmp_path / "train")
+    assert b"numpy.core.multiarray\n_reconstruct" in batch.read_bytes()
+    x, y = read_cifar100_batch(batch)
+    assert x.shape == (3, 3, 32, 32) and torch.equal(x.reshape(3, -1), torch.from_numpy(data))
+    assert y.tolist() == [5, 0, 99]
+    meta = cifar_pickle({b"fine_label_names": [b"apple", b"aquarium_fish"]}, tmp_path / "meta")
+    assert read_cifar100_names(meta) == ["apple", "aquarium_fish"]
+
+    marker = tmp_path / "ran"
+    crafted = cifar_pickle({b"data": Touch(marker), b"fine_labels": [0]}, tmp_path / "test")
+    with pytest.raises(UnsafeFileError, match=r"CIFAR file .*test: refused to load: the pickle names posix\.system"):
+        read_cifar100_batch(crafted)
+    assert not marker.exists()
+
+
 # ------------------------------------------------------------------ 6. typos are errors
 @pytest.mark.parametrize("key", ["train.epochs", "train.batch_size", "train.eval_batch_size", "train.num_workers",
                                  "train.crop_padding", "train.shift", "train.upsample_factor", "seed", "threads"])
