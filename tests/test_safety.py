@@ -154,6 +154,126 @@ def test_cifar_pickles_are_read_with_numpy_arrays_only(tmp_path):
     assert not marker.exists()
 
 
+# ------------------------------------------------------------------ 2. provenance
+def test_training_on_a_file_prepared_with_other_data_settings_is_an_error(other_digits, tmp_path):
+    with pytest.raises(ValueError, match=r"digits_split1\.pt was made with other data settings .*"
+                                         r"data\.split_seed: 0 in the run's config, 1 in the file"):
+        train(run_cfg(), other_digits, tmp_path / "run", log=lambda *_: None)
+    res = mr2("train", "--set", "data.name=digits", "--set", "data.train_cap=20", "--data", str(other_digits),
+              "--out", str(tmp_path / "run"))
+    assert_one_line_error(res, str(other_digits), "data.train_cap: 20", "data.split_seed: 0")
+    assert not (tmp_path / "run" / CHECKPOINT).exists()
+
+
+def test_evaluate_and_errors_refuse_a_file_the_run_was_not_trained_on(finished_run, digits, other_digits, tmp_path):
+    checksums = [load_torch(path)["checksum"][:12] for path in (digits, other_digits)]
+    assert load_torch(finished_run / "model.pt")["data_checksum"][:12] == checksums[0]
+    for step, out in (("evaluate", tmp_path / "eval"), ("errors", tmp_path / "errors.csv")):
+        res = mr2(step, "--run", str(finished_run), "--data", str(other_digits), "--out", str(out), "--device", "cpu")
+        assert_one_line_error(res, str(other_digits), str(finished_run / "model.pt"), *checksums, "data.split_seed")
+        assert not out.exists()
+
+
+def test_resume_checks_the_prepared_file_checksum(digits, tmp_path):
+    cfg, out = run_cfg(), tmp_path / "run"
+    with pytest.raises(Stop):
+        train(cfg, digits, out, log=stop_after_epoch(1))
+    ckpt = load_torch(out / CHECKPOINT)
+    assert ckpt["data_checksum"] == load_torch(digits)["checksum"]
+    save_torch({**ckpt, "data_checksum": "f" * 64}, out / CHECKPOINT)  # a checkpoint of another preparation
+    with pytest.raises(ValueError, match=rf"{digits.name} \(checksum {ckpt['data_checksum'][:12]}\) is not the prepared "
+                                         rf"data file {out / CHECKPOINT} was trained on \(checksum ffffffffffff"):
+        train(cfg, digits, out, log=lambda *_: None)
+    save_torch({k: v for k, v in ckpt.items() if k != "data_checksum"}, out / CHECKPOINT)  # an older version's
+    with pytest.raises(ValueError, match=r"is not a checkpoint of this version of mr2 \(missing data_checksum\); "
+                                         "delete it to start afresh"):
+        train(cfg, digits, out, log=lambda *_: None)
+    assert not (out / "model.pt").exists()
+
+
+# ------------------------------------------------------------------ 3. a diverged run never looks finished
+def test_divergence_in_the_first_epoch_stops_in_one_line_naming_no_checkpoint(digits, tmp_path):
+    """lr = 300 leaves inf in BatchNorm's running_var while the loss stays finite."""
+    out = tmp_path / "run"
+    res = mr2("train", "--set", "data.name=digits", "--set", "model.name=small_cnn", "--set", "model.options.width=8",
+              "--set", "method.name=erm", "--set", "train.lr=300", "--set", "train.warmup_epochs=0",
+              "--set", "train.epochs=2", "--set", "train.batch_size=64", "--threads", "1",
+              "--data", str(digits), "--out", str(out))
+    line = assert_one_line_error(res, "diverged in epoch 1", "running_var", "no checkpoint", code=1)
+    assert "checkpoint.pt" not in line
+    assert not (out / "model.pt").exists() and not (out / CHECKPOINT).exists()
+
+
+def test_divergence_in_a_later_epoch_names_the_last_good_checkpoint(digits, tmp_path):
+    """A learning rate that warms up over the whole run: good epochs, then inf in running_var."""
+    cfg = run_cfg(model={"name": "small_cnn", "options": {"width": 8}},
+                  train={"epochs": 6, "lr": 100.0, "warmup_epochs": 6})
+    out = tmp_path / "run"
+    with pytest.raises(NonFiniteLossError) as stop:
+        train(cfg, digits, out, log=lambda *_: None)
+    good = load_torch(out / CHECKPOINT)["epoch"]
+    assert good >= 1
+    assert f"diverged in epoch {good + 1}:" in str(stop.value)
+    assert f"last good checkpoint, {out / CHECKPOINT} (epoch {good})" in str(stop.value)
+    assert not (out / "model.pt").exists()
+    state = load_torch(out / CHECKPOINT)["state"]
+    assert all(torch.isfinite(t).all() for part in state.values() for t in part.values() if t.is_floating_point())
+
+
+# ------------------------------------------------------------------ 4. outputs respect the umask
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])
+def test_outputs_get_the_mode_a_plain_open_gives(umask, mode, tmp_path):
+    old = os.umask(umask)
+    try:
+        save_text("x", tmp_path / "a.txt")
+        save_torch({"x": torch.ones(1)}, tmp_path / "b.pt")
+    finally:
+        os.umask(old)
+    assert [(tmp_path / n).stat().st_mode & 0o777 for n in ("a.txt", "b.pt")] == [mode, mode]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.pt"]  # no temporary left
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stray_temporaries_of_a_killed_write_are_cleaned_by_the_next_run(digits, tmp_path):
+    run, data = tmp_path / "run", tmp_path / "data" / "digits.pt"
+    run.mkdir()
+    data.parent.mkdir()
+    gone = [run / f".model.pt.{dead_pid()}.k1ll3d_a.tmp", run / f".{CHECKPOINT}.{dead_pid()}.k1ll3d_b.tmp",
+            data.parent / f".digits.pt.{dead_pid()}.k1ll3d_c.tmp"]
+    kept = [run / f".model.pt.{os.getppid()}.writing.tmp",  # a live writer's
+            run / f".notes.txt.{dead_pid()}.other_target.tmp", run / f".model.pt.x.{dead_pid()}.other_target.tmp"]
+    for path in gone + kept:
+        path.write_text("half")
+    prepare_dataset({"name": "digits"}, data)
+    train(run_cfg(train={"epochs": 1}), data, run, log=lambda *_: None)
+    assert [p for p in gone if p.exists()] == [] and all(p.exists() for p in kept)
+
+
+# ------------------------------------------------------------------ 5. resume is exact or refused
+def test_resume_with_other_threads_or_device_is_refused_naming_both(digits, tmp_path):
+    cfg, out = run_cfg(), tmp_path / "run"
+    with pytest.raises(Stop):
+        train(cfg, digits, out, log=stop_after_epoch(1))
+    try:
+        with pytest.raises(ValueError, match=r"written with threads=1, this run has threads=2: .*--threads 1"):
+            train({**cfg, "threads": 2}, digits, out, log=lambda *_: None)
+    finally:
+        torch.set_num_threads(1)
+    ckpt = load_torch(out / CHECKPOINT)
+    save_torch({**ckpt, "conditions": {**ckpt["conditions"], "device": "cuda", "threads": None}}, out / CHECKPOINT)
+    with pytest.raises(ValueError, match=r"written with device=cuda, threads=None, this run has device=cpu, threads=1: "
+                                         r".*resume with --device cuda"):
+        train(cfg, digits, out, log=lambda *_: None)
+    save_torch(ckpt, out / CHECKPOINT)  # the genuine checkpoint resumes
+    train(cfg, digits, out, log=lambda *_: None)
+    assert (out / "model.pt").exists() and not (out / CHECKPOINT).exists()
+
+
 # ------------------------------------------------------------------ 6. typos are errors
 @pytest.mark.parametrize("key", ["train.epochs", "train.batch_size", "train.eval_batch_size", "train.num_workers",
                                  "train.crop_padding", "train.shift", "train.upsample_factor", "seed", "threads"])

@@ -4,18 +4,23 @@
 validation split from the training pool, recomputes the normalisation statistics on the final
 training split, and writes one checksummed file atomically; ``load_prepared`` verifies and reads
 it back. Model selection must use ``val`` only; ``test`` is for the final evaluation.
+
+Provenance: the file stores the resolved data config it was made from and its checksum. Training
+checks the config against the run's ``data`` block (``check_made_from``); every run records the
+checksum in its ``checkpoint.pt`` and ``model.pt``, and resume, evaluation and JTT's error set
+check it (``check_same_file``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import torch
 
-from ..checkpoint import UnsafeFileError, load_torch
+from ...common.io import remove_stray_temporaries
+from ..checkpoint import UnsafeFileError, load_torch, save_torch
 from .files import FileSplit
 from .registry import DATASETS, load_splits, make_info, resolve_config
 from .split import derived_seed, stratified_split, subsample_per_class
@@ -23,6 +28,8 @@ from .types import DatasetInfo, PreparedData, Split, TensorSplit
 
 PREPARED_FORMAT = "mr2.prepared/1"
 SPLIT_NAMES = ("train", "val", "test")
+#: data config keys that say how the data was fetched, not what the prepared file holds
+NOT_PROVENANCE = ("download",)
 
 
 def _split_record(split: Split) -> dict:
@@ -71,10 +78,11 @@ def prepare_dataset(cfg: dict, out_path) -> dict:
     2. ``val_fraction``: stratified validation split of what remains (``stratified_split``);
     3. ``test_cap``: the same per-class cap on the official test split;
     4. ``info.mean/std`` from the final training split only (never validation or test data).
-    The file is written to a temporary name in the same folder and renamed (``os.replace``).
+    The file is written to a temporary name in the same folder and renamed (``save_torch``).
     """
     cfg = resolve_config(cfg)
     out_path = Path(out_path)
+    remove_stray_temporaries(out_path)  # left by a killed earlier prepare of this file
     name = cfg["name"]
     train_pool, test_full, classes = load_splits(name, cfg["root"], cfg["download"], cfg["image_size"])
     seed = cfg["split_seed"]
@@ -101,17 +109,7 @@ def prepare_dataset(cfg: dict, out_path) -> dict:
         "config": cfg,
         "checksum": checksum,
     }
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(f".{out_path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "wb") as f:
-            torch.save(payload, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, out_path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    save_torch(payload, out_path)
 
     k = info.num_classes
     train_counts = _class_counts(splits["train"].y, k)
@@ -173,3 +171,33 @@ def load_prepared(path) -> PreparedData:
         checksum=payload["checksum"],
         indices=dict(payload["indices"]),
     )
+
+
+def data_differences(run_data: dict, made_from: dict) -> list[str]:
+    """``data.<key>: <run's value> in the run's config, <value> in the file`` for every data config
+    key (``NOT_PROVENANCE`` aside) whose resolved value differs."""
+    run_data, made_from = resolve_config(run_data), resolve_config(made_from)
+    keys = sorted((set(run_data) | set(made_from)) - set(NOT_PROVENANCE))
+    return [f"data.{key}: {run_data.get(key)!r} in the run's config, {made_from.get(key)!r} in the file"
+            for key in keys if run_data.get(key) != made_from.get(key)]
+
+
+def check_made_from(data: PreparedData, path, run_data: dict) -> None:
+    """The prepared file at ``path`` must have been made from the run's ``data`` config; a
+    ``ValueError`` naming the file and every differing key otherwise."""
+    differences = data_differences(run_data, data.config)
+    if differences:
+        raise ValueError(f"prepared data file {path} was made with other data settings than the run's config "
+                         f"({'; '.join(differences)}); prepare it from this config or fix the 'data' block")
+
+
+def check_same_file(data: PreparedData, path, checksum: str | None, owner, run_data: dict) -> None:
+    """``path`` must be the prepared file (by checksum) that ``owner`` (a checkpoint, a run's
+    model.pt) was trained on; a ``ValueError`` naming both checksums and the differing data
+    settings otherwise."""
+    if checksum == data.checksum:
+        return
+    differences = data_differences(run_data, data.config)
+    why = "; ".join(differences) if differences else "same data settings: prepared again, or another dataset's file"
+    raise ValueError(f"{path} (checksum {data.checksum[:12]}) is not the prepared data file {owner} was trained on "
+                     f"(checksum {str(checksum)[:12]}; {why})")
