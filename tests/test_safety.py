@@ -181,8 +181,9 @@ def test_resume_checks_the_prepared_file_checksum(digits, tmp_path):
     ckpt = load_torch(out / CHECKPOINT)
     assert ckpt["data_checksum"] == load_torch(digits)["checksum"]
     save_torch({**ckpt, "data_checksum": "f" * 64}, out / CHECKPOINT)  # a checkpoint of another preparation
-    with pytest.raises(ValueError, match=rf"{digits.name} \(checksum {ckpt['data_checksum'][:12]}\) is not the prepared "
-                                         rf"data file {out / CHECKPOINT} was trained on \(checksum ffffffffffff"):
+    stored = ckpt["data_checksum"][:12]
+    with pytest.raises(ValueError, match=rf"{digits.name} \(checksum {stored}\) is not the prepared data file "
+                                         rf"{out / CHECKPOINT} was trained on \(checksum ffffffffffff"):
         train(cfg, digits, out, log=lambda *_: None)
     save_torch({k: v for k, v in ckpt.items() if k != "data_checksum"}, out / CHECKPOINT)  # an older version's
     with pytest.raises(ValueError, match=r"is not a checkpoint of this version of mr2 \(missing data_checksum\); "
@@ -332,5 +333,6 @@ def test_cli_prints_typos_as_one_line_with_exit_code_2(digits, tmp_path):
     for extra, needle in cases:
         assert_one_line_error(mr2(*base, *extra), needle)
     assert not (tmp_path / "run").exists()
-    res = mr2("evaluate", "--run", str(tmp_path), "--data", str(digits), "--out", str(tmp_path / "e"), "--device", "tpu")
+    res = mr2("evaluate", "--run", str(tmp_path), "--data", str(digits), "--out", str(tmp_path / "e"),
+              "--device", "tpu")
     assert_one_line_error(res, "got 'tpu'")

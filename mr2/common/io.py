@@ -51,11 +51,10 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stray_temporaries(*paths: str | os.PathLike) -> list[Path]:
+def remove_stray_temporaries(*paths: str | os.PathLike) -> None:
     """Delete the temporaries ``atomic_path`` left next to each of ``paths`` when a writer was
     killed: ``.<name>.<pid>.<random>.tmp`` of exactly these targets whose process is gone
-    (a live writer's, and any other target's, are left alone). Returns the files deleted."""
-    removed = []
+    (a live writer's, and any other target's, are left alone)."""
     for path in map(Path, paths):
         if not path.parent.is_dir():
             continue
@@ -64,8 +63,6 @@ def remove_stray_temporaries(*paths: str | os.PathLike) -> list[Path]:
             found = pattern.fullmatch(tmp.name)
             if found and int(found.group(1)) != os.getpid() and not _alive(int(found.group(1))):
                 tmp.unlink(missing_ok=True)
-                removed.append(tmp)
-    return removed
 
 
 def save_text(text: str, path: str | os.PathLike) -> None:

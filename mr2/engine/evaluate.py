@@ -38,6 +38,7 @@ from .inference import per_class_accuracy, predict, select_device
 
 STAT_NORMS = (2.0, 3.0, 5.0)
 OUTPUTS = ("per_class.csv", "confusion.csv", "metrics.json")
+MODEL_KEYS = ("config", "state", "info", "class_summary", "data_checksum")  # what train writes into model.pt
 
 
 def feature_statistics(features: torch.Tensor, y: torch.Tensor, k: int, p: float) -> dict[str, torch.Tensor]:
@@ -54,9 +55,6 @@ def affine_map(head: torch.nn.Module, feature_dim: int, device: torch.device) ->
         bias = head.classify(torch.zeros(1, feature_dim, device=device)).float()
         weight = head.classify(torch.eye(feature_dim, device=device)).float() - bias
     return torch.cat([weight.t(), bias.t()], dim=1)
-
-
-MODEL_KEYS = ("config", "state", "info", "class_summary", "data_checksum")
 
 
 def load_run(run_dir: str | Path, data_path: str | Path, device: torch.device):

@@ -22,7 +22,8 @@ def select_device(spec: str) -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"config key 'device' is {spec!r} but CUDA is not available on this machine")
     if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        raise ConfigError(f"config key 'device' is {spec!r} but this machine has {torch.cuda.device_count()} CUDA device(s)")
+        raise ConfigError(f"config key 'device' is {spec!r} but this machine has "
+                          f"{torch.cuda.device_count()} CUDA device(s)")
     return device
 
 

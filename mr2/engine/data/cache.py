@@ -176,10 +176,9 @@ def load_prepared(path) -> PreparedData:
 def data_differences(run_data: dict, made_from: dict) -> list[str]:
     """``data.<key>: <run's value> in the run's config, <value> in the file`` for every data config
     key (``NOT_PROVENANCE`` aside) whose resolved value differs."""
-    run_data, made_from = resolve_config(run_data), resolve_config(made_from)
-    keys = sorted((set(run_data) | set(made_from)) - set(NOT_PROVENANCE))
-    return [f"data.{key}: {run_data.get(key)!r} in the run's config, {made_from.get(key)!r} in the file"
-            for key in keys if run_data.get(key) != made_from.get(key)]
+    run_data, made_from = resolve_config(run_data), resolve_config(made_from)  # the same keys, all filled in
+    return [f"data.{key}: {run_data[key]!r} in the run's config, {made_from[key]!r} in the file"
+            for key in run_data if key not in NOT_PROVENANCE and run_data[key] != made_from[key]]
 
 
 def check_made_from(data: PreparedData, path, run_data: dict) -> None:
@@ -198,6 +197,6 @@ def check_same_file(data: PreparedData, path, checksum: str | None, owner, run_d
     if checksum == data.checksum:
         return
     differences = data_differences(run_data, data.config)
-    why = "; ".join(differences) if differences else "same data settings: prepared again, or another dataset's file"
+    why = "; ".join(differences) if differences else "same data settings: the file was prepared again"
     raise ValueError(f"{path} (checksum {data.checksum[:12]}) is not the prepared data file {owner} was trained on "
                      f"(checksum {str(checksum)[:12]}; {why})")
