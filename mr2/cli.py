@@ -12,8 +12,9 @@
   mr2 report   --tables results/tables --figures results/figures --config <pipeline config> --out results/report.md
 
 ``mr2`` is the installed console script; ``python -m mr2`` is the same. Every step resolves and
-checks its config before any long work starts, reports a bad input in one line naming it, and
-writes its outputs atomically.
+checks its config before any long work starts and writes its outputs atomically. Bad input (a config
+key or value, a file) is one line ``error: ...`` on stderr and exit code 2; a run that diverged is one
+line and exit code 1; never a traceback for either.
 """
 
 from __future__ import annotations
@@ -105,17 +106,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.step in ("configure", "prepare", "train", "evaluate", "errors"):
-            engine_step(args)
-        else:
-            results_step(args)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+            return engine_step(args)
+        results_step(args)
+    except (ValueError, FileNotFoundError) as exc:  # bad input: a config, a file, a value
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     return 0
 
 
-def engine_step(args) -> None:
-    """configure | prepare | train | evaluate | errors: the engine, on torch."""
+def one_line(exc: BaseException) -> str:
+    """The message of ``exc`` on one line (a config error, a refused file, a diverged run)."""
+    return " ".join(str(exc).split())
+
+
+def engine_step(args) -> int:
+    """configure | prepare | train | evaluate | errors: the engine, on torch. Returns the exit code."""
     from .engine import config as config_mod
 
     if args.step == "configure":
@@ -123,18 +128,18 @@ def engine_step(args) -> None:
 
         configure(args.run, args.data, args.out)
         print(f"[configure] checked -> {args.out}")
-        return
+        return 0
     if args.step == "prepare":
         from .engine.data import prepare_dataset
 
         cfg = config_mod.resolve(args.config, args.set)
         summary = prepare_dataset(cfg["data"], args.out)
         print(f"[prepare] {args.out}: {summary}")
-        return
+        return 0
     device = claimed_device(args)
     if args.step == "train":
         from .engine import jtt
-        from .engine.train import train
+        from .engine.train import NonFiniteLossError, train
 
         sets = list(args.set) + [f"{key}={value}" for key, value in (("threads", args.threads), ("device", device))
                                  if value is not None]
@@ -145,7 +150,11 @@ def engine_step(args) -> None:
             cfg = jtt.stage1_config(cfg)
         elif args.jtt_errors:
             cfg = jtt.stage2_config(cfg, args.jtt_errors)
-        train(cfg, args.data, args.out)
+        try:
+            train(cfg, args.data, args.out)
+        except NonFiniteLossError as exc:  # the run stopped: not bad input, exit code 1
+            print(f"error: {one_line(exc)}", file=sys.stderr)
+            return 1
     elif args.step == "evaluate":
         from .engine.evaluate import evaluate
 
@@ -156,6 +165,7 @@ def engine_step(args) -> None:
 
         table = error_set(args.run, args.data, args.out, device=device, threads=args.threads)
         print(f"[errors] {args.out}: {len(table)} misclassified training samples")
+    return 0
 
 
 def claimed_device(args) -> str | None:

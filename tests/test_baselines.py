@@ -536,7 +536,7 @@ def test_methods_without_counts_ignore_them():
         ("mr2_release", {"c_bar": 1.0}, "option 'c_bar'"),
         ("mr2_no_rep", {"lam": 0.5}, "fixes lam"),
         ("jtt", {"upweight": 0}, "upweight must be an integer >= 1"),
-        ("jtt", {"stage1_epochs": 1.5}, "stage1_epochs must be an integer"),
+        ("jtt", {"stage1_epochs": 1.5}, "option 'stage1_epochs' must be an integer"),
         ("jtt", {"lam": 0.1}, "'jtt' does not take option 'lam'"),
         ("lff", {"q": 0.0}, "q must be in"),
         ("lff", {"alpha": 1.0}, "alpha must be in"),

@@ -13,19 +13,56 @@ from typing import Any, Iterator
 import yaml
 
 
+def _new_file_mode() -> int:
+    """0o666 & ~umask: the mode a plain ``open(path, "w")`` gives a new file."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; on success it replaces ``path`` atomically."""
+    """Yield a temporary path next to ``path`` (``.<name>.<pid>.<random>.tmp``); on success it is
+    flushed to disk, given the mode a plain ``open()`` would give (``0o666 & ~umask``, not
+    ``mkstemp``'s 0600) and renamed over ``path`` atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, _new_file_mode())
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def remove_stray_temporaries(*paths: str | os.PathLike) -> None:
+    """Delete the temporaries ``atomic_path`` left next to each of ``paths`` when a writer was
+    killed: ``.<name>.<pid>.<random>.tmp`` of exactly these targets whose process is gone
+    (a live writer's, and any other target's, are left alone)."""
+    for path in map(Path, paths):
+        if not path.parent.is_dir():
+            continue
+        pattern = re.compile(re.escape(f".{path.name}.") + r"(\d+)\.[^./]+\.tmp")
+        for tmp in path.parent.iterdir():
+            found = pattern.fullmatch(tmp.name)
+            if found and int(found.group(1)) != os.getpid() and not _alive(int(found.group(1))):
+                tmp.unlink(missing_ok=True)
 
 
 def save_text(text: str, path: str | os.PathLike) -> None:

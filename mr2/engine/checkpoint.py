@@ -3,14 +3,14 @@
 Every file is written atomically (``mr2.common.io.atomic_path``) and read with
 ``torch.load(weights_only=True)``: tensors and plain values (dicts, lists, numbers, strings) only,
 so a crafted pickle in a received file cannot run code. Anything else is refused with one line
-naming the file.
+naming the file, and so is a file that lacks the entries its reader needs (``require_keys``).
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 
@@ -44,3 +44,12 @@ def load_torch(path: str | os.PathLike, map_location: Any = "cpu") -> Any:
             raise UnsafeFileError(f"{path}: refused to load: it holds objects other than tensors and plain values "
                                   f"({detail[:200]})") from None
         raise ValueError(f"{path}: not a readable torch file ({type(exc).__name__}: {detail[:200]})") from None
+
+
+def require_keys(obj: Any, keys: Iterable[str], path: str | os.PathLike, kind: str, fix: str) -> dict:
+    """``obj`` (read from ``path``) if it is a dict holding ``keys``; otherwise a ``ValueError``
+    naming the file, what it should be (``kind``), the missing entries and what to do (``fix``)."""
+    missing = sorted(set(keys) - set(obj)) if isinstance(obj, dict) else sorted(keys)
+    if missing:
+        raise ValueError(f"{path} is not a {kind} of this version of mr2 (missing {', '.join(missing)}); {fix}")
+    return obj

@@ -8,8 +8,11 @@ Unknown keys and invalid values fail at once with a message naming the key.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from ..common.io import load_yaml
 
@@ -76,7 +79,13 @@ CHOICES = {
     ("train", "select"): ("last", "best_val"),
 }
 
-POSITIVE = [("train", "epochs"), ("train", "batch_size"), ("train", "lr"), ("train", "eval_batch_size")]
+POSITIVE = [("train", "lr")]
+# integers where an integer is meant (``epochs: 2.5`` is an error, not 2 or 3), with their least value;
+# ``threads`` may also be None (torch's default)
+INTEGER = {("train", "epochs"): 1, ("train", "batch_size"): 1, ("train", "eval_batch_size"): 1,
+           ("train", "num_workers"): 0, ("train", "crop_padding"): 0, ("train", "shift"): 0,
+           ("train", "upsample_factor"): 1, ("seed",): 0, ("threads",): 1}
+DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 NON_NEGATIVE = [("train", "weight_decay"), ("train", "warmup_epochs"), ("train", "min_lr"), ("train", "momentum")]
 BOOLEAN = [("train", "nesterov"), ("train", "flip"), ("train", "auto_augment"), ("train", "compile"),
            ("train", "sync_bn")]
@@ -108,6 +117,15 @@ def deep_merge(base: dict, update: dict, path: tuple[str, ...] = ()) -> dict:
     return out
 
 
+def _parse_yaml(text: str, where: str):
+    """``load_yaml(text)``; a YAML syntax error is a ``ConfigError`` naming ``where`` in one line."""
+    try:
+        return load_yaml(text)
+    except yaml.YAMLError as exc:
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise ConfigError(f"{where} is not valid YAML ({problem})") from None
+
+
 def parse_set(items: list[str]) -> dict:
     """``["train.epochs=3", "method.options.lam=0.5"]`` -> nested dict (values parsed as YAML)."""
     out: dict = {}
@@ -117,10 +135,19 @@ def parse_set(items: list[str]) -> dict:
         key, raw = item.split("=", 1)
         node = out
         parts = key.strip().split(".")
-        for part in parts[:-1]:
+        for i, part in enumerate(parts[:-1]):
             node = node.setdefault(part, {})
-        node[parts[-1]] = load_yaml(raw)
+            if not isinstance(node, dict):
+                raise ConfigError(f"--set {key.strip()!r}: {'.'.join(parts[:i + 1])!r} was already set to a value")
+        node[parts[-1]] = _parse_yaml(raw, f"--set value of config key {key.strip()!r} ({raw!r})")
     return out
+
+
+def check_device(spec: Any) -> str:
+    """``spec`` if it names a device (auto, cpu, cuda, cuda:N); a ``ConfigError`` otherwise."""
+    if not isinstance(spec, str) or not DEVICE.fullmatch(spec):
+        raise ConfigError(f"config key 'device' (--device) must be auto, cpu, cuda or cuda:N, got {spec!r}")
+    return spec
 
 
 def _get(cfg: dict, path: tuple[str, ...]) -> Any:
@@ -134,6 +161,12 @@ def validate(cfg: dict) -> dict:
     for path, allowed in CHOICES.items():
         if _get(cfg, path) not in allowed:
             raise ConfigError(f"config key {'.'.join(path)!r} must be one of {allowed}, got {_get(cfg, path)!r}")
+    for path, least in INTEGER.items():
+        value = _get(cfg, path)
+        if path == ("threads",) and value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ConfigError(f"config key {'.'.join(path)!r} must be an integer >= {least}, got {value!r}")
     for path in POSITIVE:
         value = _get(cfg, path)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
@@ -145,8 +178,7 @@ def validate(cfg: dict) -> dict:
     for path in BOOLEAN:
         if not isinstance(_get(cfg, path), bool):
             raise ConfigError(f"config key {'.'.join(path)!r} must be true or false, got {_get(cfg, path)!r}")
-    if not isinstance(cfg["seed"], int):
-        raise ConfigError(f"config key 'seed' must be an integer, got {cfg['seed']!r}")
+    check_device(cfg["device"])
     return cfg
 
 
@@ -157,7 +189,7 @@ def resolve(files: list[str | Path] = (), sets: list[str] = (), base: dict | Non
         path = Path(f)
         if not path.is_file():
             raise ConfigError(f"config file not found: {path}")
-        loaded = load_yaml(path.read_text()) or {}
+        loaded = _parse_yaml(path.read_text(), f"config file {path}") or {}
         if not isinstance(loaded, dict):
             raise ConfigError(f"config file {path} must hold a mapping")
         cfg = deep_merge(cfg, loaded)

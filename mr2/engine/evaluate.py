@@ -11,7 +11,8 @@
                   cross-entropy with the trained γ, classifier weight norms, N; the norms
                   of the head's affine map [W b] (``affine_map``) and whether it has a bias)
 Every file carries the run's keys (dataset, method, variant, seed) and the resolved config
-travels in ``metrics.json``.
+travels in ``metrics.json``. The prepared file must be the one the run was trained on
+(``load_run`` checks the checksum recorded in ``model.pt``).
 """
 
 from __future__ import annotations
@@ -24,17 +25,20 @@ import pandas as pd
 import torch
 
 from .data import load_prepared
-from ..common.io import save_csv, save_json
+from .data.cache import check_same_file
+from ..common.io import remove_stray_temporaries, save_csv, save_json
 from ..common.runs import run_keys
 from .augment import normalize
 from .loader import Source
 from ..method.losses import logit_margin_cross_entropy
 from .models import build_from_config
 from ..method.stats import class_moments, lp_sq_norm
-from .checkpoint import load_torch
+from .checkpoint import load_torch, require_keys
 from .inference import per_class_accuracy, predict, select_device
 
 STAT_NORMS = (2.0, 3.0, 5.0)
+OUTPUTS = ("per_class.csv", "confusion.csv", "metrics.json")
+MODEL_KEYS = ("config", "state", "info", "class_summary", "data_checksum")  # what train writes into model.pt
 
 
 def feature_statistics(features: torch.Tensor, y: torch.Tensor, k: int, p: float) -> dict[str, torch.Tensor]:
@@ -53,17 +57,26 @@ def affine_map(head: torch.nn.Module, feature_dim: int, device: torch.device) ->
     return torch.cat([weight.t(), bias.t()], dim=1)
 
 
-def load_run(run_dir: str | Path, device: torch.device):
-    """(config, model, class summary) of a finished run from its ``model.pt``: the resolved config,
-    the trained model rebuilt from it, and the loss's final per-class tensors (e.g. ``gamma``)."""
+def load_run(run_dir: str | Path, data_path: str | Path, device: torch.device):
+    """(config, model, class summary, data) of a finished run from its ``model.pt``: the resolved
+    config, the trained model rebuilt from it, the loss's final per-class tensors (e.g. ``gamma``)
+    and the prepared file at ``data_path``, which must be the one the run was trained on (its
+    checksum is recorded in ``model.pt``; ``check_same_file``)."""
     path = Path(run_dir) / "model.pt"
     if not path.is_file():
         raise FileNotFoundError(f"no trained model at {path}; run 'python -m mr2 train' first")
-    saved = load_torch(path, map_location=device)
+    saved = require_keys(load_torch(path, map_location=device), MODEL_KEYS, path, "trained model file",
+                         "train the run again")
     cfg, info = saved["config"], saved["info"]
-    model = build_from_config(cfg["model"], info["num_classes"], info["input_shape"], with_weights=False).to(device)
-    model.load_state_dict(saved["state"]["model"])
-    return cfg, model, saved["class_summary"]
+    data = load_prepared(data_path)
+    check_same_file(data, data_path, saved["data_checksum"], path, cfg["data"])
+    try:
+        model = build_from_config(cfg["model"], info["num_classes"], info["input_shape"], with_weights=False)
+        model.load_state_dict(saved["state"]["model"])
+    except (RuntimeError, KeyError, TypeError) as exc:
+        problem = " ".join(str(exc).split())[:300]
+        raise ValueError(f"{path}: its weights do not fit the model its config describes ({problem})") from None
+    return cfg, model.to(device), saved["class_summary"], data
 
 
 def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, device: str = "auto",
@@ -72,8 +85,9 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
     if threads:
         torch.set_num_threads(threads)
     dev = select_device(device)
-    cfg, model, summary = load_run(run_dir, dev)
-    data = load_prepared(data_path)
+    out = Path(out_dir)
+    remove_stray_temporaries(*(out / name for name in OUTPUTS))  # left by a killed earlier evaluation
+    cfg, model, summary, data = load_run(run_dir, data_path, dev)
     info, k = data.info, data.info.num_classes
     mean, std = torch.tensor(info.mean, device=dev), torch.tensor(info.std, device=dev)
     def transform(x):
@@ -132,7 +146,6 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
         "head_frobenius_norm": head_map.norm().item(),
         "config": cfg,
     }
-    out = Path(out_dir)
     save_csv(table, out / "per_class.csv")
     save_csv(confusion, out / "confusion.csv")
     save_json(metrics, out / "metrics.json")

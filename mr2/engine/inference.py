@@ -9,17 +9,21 @@ from typing import Callable
 import torch
 from torch import nn
 
-from .config import ConfigError
+from .config import ConfigError, check_device
 from .loader import Source
 
 
 def select_device(spec: str) -> torch.device:
-    """``auto`` -> CUDA when available, else CPU; otherwise the device named."""
-    if spec == "auto":
+    """``auto`` -> CUDA when available, else CPU; otherwise the device named (auto, cpu, cuda,
+    cuda:N; anything else is a ``ConfigError``)."""
+    if check_device(spec) == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     device = torch.device(spec)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"config key 'device' is {spec!r} but CUDA is not available on this machine")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise ConfigError(f"config key 'device' is {spec!r} but this machine has "
+                          f"{torch.cuda.device_count()} CUDA device(s)")
     return device
 
 

@@ -26,8 +26,7 @@ import pandas as pd
 import torch
 
 from .augment import normalize
-from .data import load_prepared
-from ..common.io import save_csv
+from ..common.io import remove_stray_temporaries, save_csv
 from .inference import predict, select_device
 from .loader import Source
 from ..method.losses import resolve_options
@@ -65,16 +64,15 @@ def error_set(run_dir: str | Path, data_path: str | Path, out: str | Path, devic
               threads: int | None = None) -> pd.DataFrame:
     """Write the error set of the run in ``run_dir`` on the training split of ``data_path``:
     a CSV with a row per misclassified training sample (``index`` into the split, ``label``,
-    ``predicted``), sorted by index. Returns the table."""
+    ``predicted``), sorted by index. ``data_path`` must be the prepared file the run was trained
+    on (``load_run``). Returns the table."""
     from .evaluate import load_run
 
     if threads:
         torch.set_num_threads(threads)
     dev = select_device(device)
-    cfg, model, _ = load_run(run_dir, dev)
-    data = load_prepared(data_path)
-    if cfg["data"]["name"] != data.info.name:
-        raise ValueError(f"run {run_dir} was trained on {cfg['data']['name']!r} but {data_path} holds {data.info.name!r}")
+    remove_stray_temporaries(out)  # left by a killed earlier run of this step
+    cfg, model, _, data = load_run(run_dir, data_path, dev)  # data: the file the run was trained on
     mean, std = torch.tensor(data.info.mean, device=dev), torch.tensor(data.info.std, device=dev)
     source = Source(data.train, dev, cfg["train"]["num_workers"])
     # the whole model on normalised images, as in evaluation (a linear probe's backbone is frozen,

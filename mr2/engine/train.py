@@ -12,7 +12,15 @@ removed once the run is complete.
 
 Determinism: the model is initialised from ``seed``; each epoch draws its order and
 augmentation from generators seeded by (seed, epoch), so a resumed run reproduces the
-uninterrupted one exactly on CPU.
+uninterrupted one exactly on CPU. A resume is exact or refused: the checkpoint records the
+prepared file's checksum and what the numbers depend on beyond the config (device type, number of
+processes, CPU threads; ``run_conditions``), and a resume that differs in any of them stops with
+one line naming both values.
+
+Safety: the prepared file must have been made from the run's ``data`` config
+(``check_made_from``); after every epoch the loss, every weight and every buffer of the model and
+of the loss (BatchNorm's running statistics, class statistics) must be finite, otherwise the run
+stops (``NonFiniteLossError``) before writing a checkpoint, so a diverged run never looks finished.
 
 Several devices: started by ``torchrun --standalone --nproc_per_node=N -m mr2 train ...``, each process
 trains on its slice of every global batch of ``train.batch_size`` and the loss is evaluated
@@ -22,6 +30,7 @@ on the gathered global batch, so the MR² statistics, γ and s̄ are those of on
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 import time
@@ -37,8 +46,9 @@ from . import distributed
 from .accel import CompiledOrEager, optimizer_options, to_channels_last, uses_channels_last
 from .config import ConfigError
 from .data import load_prepared
-from ..common.io import save_csv, save_yaml
-from .checkpoint import load_torch, save_torch
+from .data.cache import check_made_from, check_same_file
+from ..common.io import remove_stray_temporaries, save_csv, save_yaml
+from .checkpoint import load_torch, require_keys, save_torch
 from .loader import Source, in_memory
 from ..method.losses import build_loss, resolve_options
 from .inference import autocast_for, per_class_accuracy, predict, select_device
@@ -46,10 +56,15 @@ from .models import HeadOnly, as_trained_net, build_from_config, freeze_backbone
 from .upsample import epoch_index
 
 CHECKPOINT = "checkpoint.pt"
+OUTPUTS = ("model.pt", "config.yaml", "epochs.csv", CHECKPOINT)
+CHECKPOINT_KEYS = ("config", "epoch", "state", "optimizer", "rows", "best", "data_checksum", "conditions")
+#: what to do when a resume differs from its checkpoint in one of ``run_conditions``
+RERUN_WITH = {"device": "--device {}", "processes": "torchrun --nproc_per_node {}", "threads": "--threads {}"}
 
 
 class NonFiniteLossError(RuntimeError):
-    """The training loss became NaN or infinite; the last good checkpoint is kept."""
+    """The training loss, a weight or a buffer became NaN or infinite; the last good checkpoint
+    (if any) is kept."""
 
 
 def epoch_seed(seed: int, epoch: int) -> int:
@@ -70,7 +85,7 @@ class Runner:
     """Everything a run needs, built from the resolved config before any training starts."""
 
     def __init__(self, cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print) -> None:
-        self.cfg, self.out = cfg, Path(out_dir)
+        self.cfg, self.out, self.data_path = cfg, Path(out_dir), Path(data_path)
         tc = cfg["train"]
         device = select_device(cfg["device"])
         self.world = distributed.init_from_env(device.type)  # one process unless started by torchrun
@@ -79,9 +94,8 @@ class Runner:
         if cfg["threads"]:
             torch.set_num_threads(int(cfg["threads"]))
         self.data = load_prepared(data_path)
+        check_made_from(self.data, data_path, cfg["data"])
         info = self.data.info
-        if cfg["data"]["name"] != info.name:
-            raise ConfigError(f"config key 'data.name' is {cfg['data']['name']!r} but {data_path} holds {info.name!r}")
         self.k = info.num_classes
         torch.manual_seed(cfg["seed"])
         self.model = build_from_config(cfg["model"], self.k, info.input_shape)
@@ -228,11 +242,6 @@ class Runner:
                 sums[name] = sums.get(name, 0) + value.float()
             correct += (logits[: len(yb)].argmax(1) == yb).sum()
         stats = {f"train_{k}": (v / self.steps_per_epoch).item() for k, v in sums.items()}
-        if not all(math.isfinite(v) for v in stats.values()):
-            raise NonFiniteLossError(
-                f"non-finite training loss in epoch {epoch + 1} ({stats}); the last good checkpoint in "
-                f"{self.out / CHECKPOINT} is kept. Lower train.lr or check the data and method options."
-            )
         stats["train_acc"] = correct.item() / (self.steps_per_epoch * self.batch)
         stats["lr"] = lr
         return stats
@@ -249,6 +258,47 @@ class Runner:
                 "val_worst_class_acc": acc[seen].min().item()}
 
 
+def check_finite(runner: Runner, epoch: int, stats: dict[str, float], last_good: int | None) -> None:
+    """Raise ``NonFiniteLossError`` when epoch ``epoch`` left a NaN or ±inf in its numbers or in a
+    floating-point parameter or buffer of the model or the loss; the message names the last good
+    checkpoint (epoch ``last_good``) only when this run has one."""
+    bad = [name for name, value in stats.items() if not math.isfinite(value)]
+    tensors = {f"{part}.{name}": t for part, module in (("model", runner.model), ("loss", runner.loss))
+               for name, t in itertools.chain(module.named_parameters(), module.named_buffers())
+               if t.is_floating_point()}
+    if tensors:  # one host read for all of them
+        finite = torch.stack([torch.isfinite(t).all() for t in tensors.values()]).tolist()
+        bad += [name for name, ok in zip(tensors, finite) if not ok]
+    if not bad:
+        return
+    shown = ", ".join(bad[:4]) + (f" (+{len(bad) - 4} more)" if len(bad) > 4 else "")
+    kept = (f"the last good checkpoint, {runner.out / CHECKPOINT} (epoch {last_good}), is kept" if last_good
+            else "no checkpoint was written (no epoch of this run finished finite)")
+    raise NonFiniteLossError(f"training diverged in epoch {epoch + 1}: non-finite {shown}; {kept}. "
+                             "Lower train.lr or check the data and method options.")
+
+
+def run_conditions(runner: Runner) -> dict[str, Any]:
+    """What a run's numbers depend on beyond its config: the device type, the number of processes
+    and, on CPU, the number of threads (float reductions are split by thread)."""
+    threads = torch.get_num_threads() if runner.device.type == "cpu" else None
+    return {"device": runner.device.type, "processes": runner.world.size, "threads": threads}
+
+
+def check_resume(ckpt: dict[str, Any], runner: Runner, ckpt_path: Path) -> None:
+    """A checkpoint of the run's config is resumed only on the same prepared file (checksum) and
+    the same ``run_conditions``: a ``ValueError`` naming both values and what to do otherwise."""
+    check_same_file(runner.data, runner.data_path, ckpt["data_checksum"], ckpt_path, runner.cfg["data"])
+    was, now = ckpt["conditions"] if isinstance(ckpt["conditions"], dict) else {}, run_conditions(runner)
+    differ = [key for key in now if was.get(key) != now[key]]
+    if differ:
+        hints = [RERUN_WITH[key].format(was[key]) for key in differ if was.get(key) is not None]
+        todo = f"resume with {', '.join(hints)}, or delete" if hints else "delete"
+        raise ValueError(f"{ckpt_path} was written with {', '.join(f'{key}={was.get(key)}' for key in differ)}, "
+                         f"this run has {', '.join(f'{key}={now[key]}' for key in differ)}: resuming would match "
+                         f"neither run; {todo} {ckpt_path} to start afresh")
+
+
 def resume_key(cfg: dict[str, Any]) -> dict[str, Any]:
     """The config without the keys that only say where/how fast it runs (threads, device):
     a checkpoint of the same identity is resumed."""
@@ -257,22 +307,27 @@ def resume_key(cfg: dict[str, Any]) -> dict[str, Any]:
 
 def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print) -> dict[str, Any]:
     """Train one run (see module docstring). Returns the last epoch's run-level numbers."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     # every option of the method written out: the saved config says what the run used
     cfg = {**cfg, "method": {**cfg["method"], "options": resolve_options(cfg["method"]["name"], cfg["method"]["options"])}}
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     runner = Runner(cfg, data_path, out, log)
     log = runner.log  # silent on every rank but 0
+    if runner.world.is_main:
+        remove_stray_temporaries(*(out / name for name in OUTPUTS))  # left by a killed earlier run
     tc = cfg["train"]
     ckpt_path = out / CHECKPOINT
     rows: list[dict[str, Any]] = []
-    start, best = 0, None
+    start, best, last_good = 0, None, None
     if ckpt_path.exists():
-        ckpt = load_torch(ckpt_path, map_location=runner.device)
+        ckpt = require_keys(load_torch(ckpt_path, map_location=runner.device), CHECKPOINT_KEYS, ckpt_path,
+                            "checkpoint", "delete it to start afresh")
         if resume_key(ckpt["config"]) == resume_key(cfg):
+            check_resume(ckpt, runner, ckpt_path)
             runner.load_state(ckpt["state"])
             runner.opt.load_state_dict(ckpt["optimizer"])
             start, rows, best = ckpt["epoch"], ckpt["rows"], ckpt["best"]
+            last_good = start
             log(f"[train] resuming {out} after epoch {start}")
         else:
             log(f"[train] {ckpt_path} belongs to another config; starting afresh")
@@ -280,6 +335,7 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     for epoch in range(start, tc["epochs"]):
         t0 = time.perf_counter()
         numbers = runner.train_epoch(epoch)
+        check_finite(runner, epoch, numbers, last_good)
         numbers.update(runner.validate())
         numbers["seconds"] = time.perf_counter() - t0
         rows += [{"epoch": epoch + 1, "class": None, "name": k, "value": v} for k, v in numbers.items()]
@@ -291,7 +347,9 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
                     "state": {k: {n: t.detach().clone() for n, t in v.items()} for k, v in runner.state().items()}}
         if runner.world.is_main:
             save_torch({"config": cfg, "epoch": epoch + 1, "state": runner.state(), "optimizer": runner.opt.state_dict(),
-                        "rows": rows, "best": best}, ckpt_path)
+                        "rows": rows, "best": best, "data_checksum": runner.data.checksum,
+                        "conditions": run_conditions(runner)}, ckpt_path)
+        last_good = epoch + 1
         shown = " ".join(f"{k}={v:.4g}" for k, v in numbers.items())
         log(f"[train] {cfg['data']['name']}/{cfg['method']['name']} seed {cfg['seed']} "
             f"epoch {epoch + 1}/{tc['epochs']}: {shown}")
@@ -303,7 +361,7 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     if runner.world.is_main:  # one writer in a data-parallel run
         summary = {name: v.detach().float().cpu() for name, v in runner.loss.class_summary().items()}
         save_torch({"config": cfg, "state": runner.state(), "epoch": final_epoch, "info": runner.data.info.to_dict(),
-                    "class_summary": summary}, out / "model.pt")
+                    "class_summary": summary, "data_checksum": runner.data.checksum}, out / "model.pt")
         save_yaml(cfg, out / "config.yaml")
         save_csv(pd.DataFrame(rows, columns=["epoch", "class", "name", "value"]), out / "epochs.csv")
         ckpt_path.unlink(missing_ok=True)

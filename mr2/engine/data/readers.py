@@ -9,7 +9,9 @@ Formats
   then the raw values. Only dtype 0x08 (uint8) occurs in Fashion-MNIST and is accepted.
 - CIFAR-100 "python version": ``cifar-100-python/{train,test,meta}``, each a pickle of a dict with
   byte-string keys; ``data`` is (N, 3072) uint8 in channel-major order (R plane, G plane, B plane
-  of 32x32), labels in ``fine_labels``, names in ``meta[fine_label_names]``.
+  of 32x32), labels in ``fine_labels``, names in ``meta[fine_label_names]``. Read with a restricted
+  unpickler (``CIFAR_GLOBALS``: numpy's array reconstruction only), so a crafted file cannot run
+  code; any other global is refused naming the file.
 - MNIST-1D: generated in memory by ``mnist1d.data.make_dataset(get_dataset_args())``.
 - digits: scikit-learn's bundled 8x8 digits (``sklearn.datasets.load_digits``).
 """
@@ -25,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from ..checkpoint import UnsafeFileError
 
 IDX_UINT8 = 0x08
 
@@ -80,14 +84,41 @@ def read_idx_pair(images_path: Path, labels_path: Path) -> tuple[torch.Tensor, t
     return x, y
 
 
+#: the only globals a CIFAR python-version pickle names: numpy's array reconstruction (under
+#: numpy 1's and numpy 2's module names)
+CIFAR_GLOBALS = {
+    ("numpy.core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy", "ndarray"),
+    ("numpy", "dtype"),
+}
+
+
+class _CifarUnpickler(pickle.Unpickler):
+    """``pickle.Unpickler`` that builds nothing but numpy arrays, lists, dicts, numbers and strings."""
+
+    def __init__(self, file, path: Path) -> None:
+        super().__init__(file, encoding="bytes")
+        self.path = path
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in CIFAR_GLOBALS:
+            raise UnsafeFileError(f"CIFAR file {self.path}: refused to load: the pickle names {module}.{name}, "
+                                  "not one of the numpy array globals a CIFAR pickle needs")
+        return super().find_class(module, name)
+
+
 def _unpickle(path: Path) -> dict:
-    """Load one CIFAR python-version pickle; clear errors for missing or truncated files."""
+    """Load one CIFAR python-version pickle (``CIFAR_GLOBALS`` only); clear errors for missing,
+    truncated or crafted files."""
     if not path.is_file():
         raise FileNotFoundError(f"CIFAR file not found: {path}")
     try:
         with open(path, "rb") as f:
-            obj = pickle.load(f, encoding="bytes")
-    except (EOFError, pickle.UnpicklingError, ValueError, TypeError) as err:
+            obj = _CifarUnpickler(f, path).load()
+    except UnsafeFileError:
+        raise
+    except Exception as err:  # noqa: BLE001 - a stranger's file may fail in any way; reported in one line
         raise ValueError(f"CIFAR file {path} is truncated or not a CIFAR pickle ({err})") from err
     if not isinstance(obj, dict):
         raise ValueError(f"CIFAR file {path}: expected a pickled dict, got {type(obj).__name__}")

@@ -50,6 +50,7 @@ the engine's inputs) and ``num_samples`` (the training-set size).
 from __future__ import annotations
 
 import inspect
+import math
 from typing import Any, Callable, Sequence
 
 import torch
@@ -103,9 +104,9 @@ def _counted(cls: type[ClassLoss]) -> Callable[..., ClassLoss]:
 def _jtt(num_classes: int, feature_dim: int, class_counts: Any, stage1_epochs: int = 1, upweight: int = 6) -> ClassLoss:
     """Stage 2 of JTT trains with cross-entropy; the options are checked here and used by the
     engine (the stage-1 run's length, the error set's up-sampling factor; ``mr2.engine.jtt``).
-    T = 1 epoch and λ_up = 6 (see the module docstring)."""
+    T = 1 epoch and λ_up = 6 (see the module docstring). Both are integers (``check_option_type``)."""
     for name, value in (("stage1_epochs", stage1_epochs), ("upweight", upweight)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        if value < 1:
             raise ValueError(f"jtt: {name} must be an integer >= 1, got {name}={value!r}")
     return CrossEntropy()
 
@@ -159,18 +160,42 @@ def _check_method(method: str) -> None:
         raise ValueError(f"unknown method {method!r}; known methods: {', '.join(sorted(METHODS))}")
 
 
+def check_option_type(method: str, key: str, value: Any, default: Any) -> None:
+    """An option's value must be of its default's kind: a finite number (not a boolean) where the
+    default is a float, an integer where it is an int, true/false where it is a bool, a string
+    where it is a string (a ``None`` default: the loss checks the value). ``ValueError`` naming the
+    method and the option otherwise; ranges are the loss's own checks."""
+    if isinstance(default, bool):
+        ok, kind = isinstance(value, bool), "true or false"
+    elif isinstance(default, int):
+        ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        kind = "a finite number"
+    elif isinstance(default, str):
+        ok, kind = isinstance(value, str), "a string"
+    else:
+        return
+    if not ok:
+        raise ValueError(f"method {method!r}: option {key!r} must be {kind}, got {value!r}")
+
+
 def resolve_options(method: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Defaults of ``method`` overridden by ``options``; an option the method does not take
-    (e.g. ``lam`` for ``erm`` or ``mr2_no_rep``) is an error that names it."""
+    (e.g. ``lam`` for ``erm`` or ``mr2_no_rep``) or of the wrong kind (``lam: true``,
+    ``lam: "0.1"``; ``check_option_type``) is an error that names it."""
     _check_method(method)
     _, defaults, fixed = METHODS[method]
+    if not isinstance(options or {}, dict):
+        raise ValueError(f"method {method!r}: options must be a mapping of option names to values, got {options!r}")
     options = dict(options or {})
-    for key in options:
+    for key, value in options.items():
         if key in fixed:
             raise ValueError(f"method {method!r} fixes {key}={fixed[key]!r}; do not set option {key!r} (use 'mr2' to vary it)")
         if key not in defaults:
             accepted = ", ".join(sorted(defaults)) or "none"
             raise ValueError(f"method {method!r} does not take option {key!r}; accepted options: {accepted}")
+        check_option_type(method, key, value, defaults[key])
     return {**defaults, **options}
 
 
