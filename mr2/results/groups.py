@@ -1,0 +1,71 @@
+"""Easy/medium/hard classes (our reading of the paper's split) and each run's group accuracy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..common.runs import DEFAULT_VARIANT
+
+
+def difficulty_groups(reference: pd.DataFrame) -> pd.Series:
+    """Easy/medium/hard classes from the reference method's per-class accuracy.
+
+    Our reading of the paper (its rule is unpublished): rank the classes by the reference
+    method's (ERM's) test accuracy averaged over seeds, and cut the ranking into thirds:
+    the lowest third is "hard", the middle "medium", the highest "easy". When K is not a
+    multiple of 3 the extra classes go to the hard, then the medium group
+    (``numpy.array_split``); ties are broken by class index. The same split is used for
+    every method. ``reference`` has columns ``class`` and ``accuracy`` (one row per class
+    and seed). Returns a Series class -> group.
+    """
+    mean = reference.groupby("class")["accuracy"].mean()
+    order = mean.reset_index().sort_values(["accuracy", "class"], kind="stable")["class"].to_numpy()
+    groups = pd.Series(index=pd.Index(order, name="class"), dtype=object)
+    for name, part in zip(("hard", "medium", "easy"), np.array_split(order, 3)):
+        groups.loc[part] = name
+    return groups.sort_index().rename("group")
+
+
+def group_accuracy(per_class: pd.DataFrame, groups: pd.Series) -> pd.DataFrame:
+    """Mean per-class accuracy of each group, per run.
+
+    ``per_class`` has one row per (run, class) with the run keys and ``accuracy``; returns
+    one row per run with columns all, easy, medium, hard, worst (worst-class accuracy).
+    """
+    keys = [c for c in ("dataset", "method", "variant", "seed") if c in per_class]
+    frame = per_class.merge(groups.reset_index(), on="class", how="left")
+    by_group = frame.pivot_table(index=keys, columns="group", values="accuracy", aggfunc="mean")
+    overall = frame.groupby(keys)["accuracy"].agg(all="mean", worst="min")
+    return overall.join(by_group[[g for g in ("easy", "medium", "hard") if g in by_group]]).reset_index()
+
+
+def difficulty_table(per_class: pd.DataFrame, reference: str = "erm",
+                     variant: str = DEFAULT_VARIANT) -> pd.DataFrame:
+    """Easy/medium/hard classes of every dataset, from the reference method's runs.
+
+    Applies ``mr2.evaluate.difficulty_groups`` (thirds of the classes ranked by the
+    reference's per-class accuracy, mean over seeds) to each dataset. Returns columns
+    dataset, class, group. A dataset without runs of the reference is an error naming it.
+    """
+    out = []
+    for dataset, frame in per_class.groupby("dataset", sort=False):
+        ref = frame[(frame["method"] == reference) & (frame["variant"] == variant)]
+        if ref.empty:
+            raise ValueError(f"dataset {dataset!r} has no runs of the reference method {reference!r} "
+                             f"(variant {variant!r}); the easy/medium/hard groups are defined by it")
+        groups = difficulty_groups(ref).reset_index()
+        groups.insert(0, "dataset", dataset)
+        out.append(groups)
+    return pd.concat(out, ignore_index=True)
+
+
+def run_group_accuracy(per_class: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
+    """A row per run: all, easy, medium, hard, worst (``mr2.evaluate.group_accuracy`` per dataset)."""
+    out = []
+    for dataset, frame in per_class.groupby("dataset", sort=False):
+        g = groups[groups["dataset"] == dataset].set_index("class")["group"]
+        if g.empty:
+            raise ValueError(f"no easy/medium/hard groups for dataset {dataset!r}")
+        out.append(group_accuracy(frame, g))
+    return pd.concat(out, ignore_index=True)
