@@ -14,7 +14,7 @@ from scipy import stats
 
 import results_data as syn
 from mr2.results import figures as F
-from mr2.results import plotting
+from mr2.results import plotting, regimes
 from mr2.common.runs import RUN_KEYS
 from mr2.results import groups as G
 from mr2.results import statistics as S
@@ -43,6 +43,7 @@ def captured(monkeypatch):
         return real(fig, stem, **kw)
 
     monkeypatch.setattr(F, "save_figure", spy)
+    monkeypatch.setattr(regimes, "save_figure", spy)
     monkeypatch.setattr(plotting, "save_figure", spy)  # placeholders are saved there
     return seen
 
@@ -78,24 +79,29 @@ def test_every_figure_writes_png_and_pdf(tmp_path, captured):
     t, groups = full()
     made = F.make_figures(t, groups, tmp_path)
     assert sorted(made) == sorted(["per_class_sorted", "accuracy_vs_variability", "group_accuracy",
-                                   "change_vs_erm", "margins_over_training", "sweeps"])
+                                   "change_vs_erm", "margins_over_training", "sweeps", "regimes"])
     for name, paths in made.items():
         assert paths[0] == tmp_path / f"{name}.png"
         check_files(paths)
     # real content, not placeholders: one panel per dataset (accuracy against a_k: per dataset and
     # method; the change figure: per dataset and method other than ERM), sweeps 2 datasets x 2
-    # options
-    assert [c["placeholder"] for c in captured] == [False] * 6
+    # options; toy and toy2 are different data, so no data is run in several regimes
+    assert [c["placeholder"] for c in captured] == [False] * 6 + [True]
     n_other = len([m for m in syn.METHODS if m != "erm"])
     assert [len(c["axes"]) for c in captured[:5]] == [2, 2 * 2, 2, 2 * n_other, 2]
     assert captured[3]["titles"][:n_other] == [f"toy: {m} − erm (95% t-interval over 3 seeds)"
                                                for m in syn.METHODS if m != "erm"]
     assert len(captured[5]["axes"]) == 4
+    assert captured[6]["texts"] == [regimes.NO_REGIMES]
 
 
 def test_one_colour_per_method_in_every_figure(tmp_path, captured):
     t, groups = full()
     F.make_figures(t, groups, tmp_path)
+    regime_tables = syn.tables(datasets=("small", "large"), regimes={"small": ("fm", 600, 6, 1.0),
+                                                                     "large": ("fm", None, 30, 1.0)})
+    regimes.plot_regimes(regime_tables["per_class"], regime_tables["runs"],
+                         G.difficulty_table(regime_tables["per_class"]), tmp_path / "regimes")
     want = {m: matplotlib.colors.to_hex(plotting.method_colour(m)) for m in syn.METHODS}
     assert len(set(want.values())) == len(want)  # distinct, and none is a group's colour
     assert not set(want.values()) & {matplotlib.colors.to_hex(c) for c in plotting.GROUP_COLOURS.values()}
@@ -107,6 +113,8 @@ def test_one_colour_per_method_in_every_figure(tmp_path, captured):
         drawn = {matplotlib.colors.to_hex(c) for coll in ax.collections for c in coll.get_facecolors()}
         drawn |= {matplotlib.colors.to_hex(line.get_color()) for line in ax.get_lines()[:1]}
         assert drawn == {want[method]}, ax.get_title()
+    regime_legend = legend_colours(captured[-1]["axes"][-1])
+    assert regime_legend == {m: want[m] for m in regimes.METHODS}
 
 
 def test_sorted_lines_are_ascending_per_method(tmp_path, captured):
@@ -136,7 +144,7 @@ def test_figures_with_erm_and_mr2_and_one_seed(tmp_path, captured):
     made = F.make_figures(t, groups, tmp_path)
     for paths in made.values():
         check_files(paths)
-    sweeps = captured[-1]
+    sweeps = captured[-2]
     assert sweeps["texts"] == [F.NO_SWEEP]
 
 

@@ -14,6 +14,7 @@ figure, every class axis names the classes, and the paper's quantities carry the
   change_vs_reference      per-class paired change of every method over ERM with its t-interval over seeds
   margins_over_training    γ_k per epoch of easy, medium and hard classes (MR²)
   sweeps                   accuracy (all, hard) against swept c̄ and λ on log axes (Fig. 5)
+  regimes                  MR²'s and its ablations' paired Δ to ERM across training regimes (``regimes``)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from .groups import class_names, run_group_accuracy
 from .plotting import (GROUP_COLOURS, GROUP_ORDER, _empty_panel, _one_legend, _panels, class_axis, class_axis_width,
                        method_colour, method_palette, name_points, placeholder, plt, save_figure, symbol,
                        value_ticks)
+from .regimes import plot_regimes
 from .statistics import LEVEL, paired_difference, spearman
 
 NO_SWEEP = "no sweep in this config"
@@ -346,4 +348,5 @@ def make_figures(tables: dict[str, pd.DataFrame], groups: pd.DataFrame, out_dir:
         "margins_over_training": plot_margins_over_training(epochs, groups, out / "margins_over_training",
                                                             method=sweep_method),
         "sweeps": plot_sweeps(pc, runs, groups, out / "sweeps", method=sweep_method),
+        "regimes": plot_regimes(pc, runs, groups, out / "regimes", reference=reference),
     }

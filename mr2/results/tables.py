@@ -131,6 +131,18 @@ def per_run_metrics(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: 
     return frame[RUN_KEYS + [m for m in METRICS if m in frame]]
 
 
+def paired(per_run: pd.DataFrame, dataset: str, method: str, against: str, metric: str,
+           variant: str = DEFAULT_VARIANT) -> dict[str, float] | None:
+    """Paired (by seed) difference of ``metric`` between two methods' default variants, in points."""
+    frame = per_run[per_run["dataset"] == dataset]
+    a = frame[(frame["method"] == method) & (frame["variant"] == variant)].set_index("seed")[metric]
+    b = frame[(frame["method"] == against) & (frame["variant"] == DEFAULT_VARIANT)].set_index("seed")[metric]
+    common = a.index.intersection(b.index)
+    if not len(common):
+        return None
+    return paired_difference(a.loc[common].to_numpy() * 100, b.loc[common].to_numpy() * 100)
+
+
 def results_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame,
                   reference: str = "erm", reference_variant: str = DEFAULT_VARIANT,
                   level: float = 0.95, scale: float = 100.0) -> pd.DataFrame:
