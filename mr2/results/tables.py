@@ -34,6 +34,8 @@ from .groups import run_group_accuracy
 from .statistics import paired_difference
 
 EVAL_SUBDIR = "eval"
+RESULTS_DIR = "results"  # the pipeline's results folder, in the repository root
+ROOT_MARKER = "pyproject.toml"  # what makes a folder the repository root
 METRICS = ["top1", "all", "easy", "medium", "hard", "worst"]
 METRIC_TITLES = {"top1": "Top-1", "all": "All", "easy": "Easy", "medium": "Medium", "hard": "Hard",
                  "worst": "Worst class"}
@@ -102,6 +104,25 @@ def aggregate(run_dirs: Iterable[str | Path], eval_subdir: str = EVAL_SUBDIR) ->
     if len(dup):
         raise ValueError(f"runs with the same keys {dict(dup.iloc[0][RUN_KEYS])}: {list(dup['run_dir'])}")
     return tables
+
+
+def results_folder(override: str | Path | None = None, start: str | Path | None = None) -> Path:
+    """The pipeline's results folder: ``override`` when given (a notebook passes ``$MR2_RESULTS``),
+    else ``results/`` in the repository root, the nearest folder at or above ``start`` (default: the
+    current folder, e.g. a notebook kernel's ``notebooks/``) that holds ``pyproject.toml``. A folder
+    that does not exist, or no repository root above ``start``, is an error naming it."""
+    if override:
+        found = Path(override)
+    else:
+        here = Path(start or Path.cwd()).resolve()
+        root = next((d for d in (here, *here.parents) if (d / ROOT_MARKER).is_file()), None)
+        if root is None:
+            raise FileNotFoundError(f"no repository root ({ROOT_MARKER}) at or above {here}; "
+                                    "set MR2_RESULTS to the pipeline's results folder")
+        found = root / RESULTS_DIR
+    if not found.is_dir():
+        raise FileNotFoundError(f"missing results folder {found}; run the pipeline first or set MR2_RESULTS")
+    return found
 
 
 def write_tables(tables: dict[str, pd.DataFrame], out_dir: str | Path) -> dict[str, Path]:
