@@ -104,12 +104,13 @@ def plot_regimes(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.
     table = regime_table(per_class, runs, groups, reference, methods)
     if table.empty:
         return placeholder(stem, NO_REGIMES)
+    keys = regimes(runs)
     names = list(dict.fromkeys(table["data_name"]))
     present = [m for m in methods if m in set(table["method"])]
-    n_regimes = int(table.groupby("data_name")["order"].nunique().max())
+    n_regimes = int(keys.groupby("data_name").size().max())
     fig, axes = _panels(len(METRICS), nrows=len(names), width=max(4.5, 1.3 * n_regimes + 1.5), sharey="row")
     for row, name in zip(axes, names):
-        labels = table[table["data_name"] == name].drop_duplicates("order").sort_values("order")["regime"]
+        labels = keys.loc[keys["data_name"] == name, "regime"]  # every regime, in order, even one without rows
         for ax, metric in zip(row, METRICS):
             for i, method in enumerate(present):
                 part = table[(table["data_name"] == name) & (table["metric"] == metric) & (table["method"] == method)]
