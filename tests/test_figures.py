@@ -15,7 +15,6 @@ from scipy import stats
 import results_data as syn
 from mr2.results import figures as F
 from mr2.results import plotting, regimes
-from mr2.common.runs import RUN_KEYS
 from mr2.results import groups as G
 from mr2.results import statistics as S
 from mr2.results import tables as R

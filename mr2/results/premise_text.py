@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..common.runs import DEFAULT_VARIANT, run_label
+from ..common.runs import DEFAULT_VARIANT
 from .premise_tables import EQUAL_CV, EXPLORATORY_OPTIONS, FIGURE_NAMES, NORMS, PARTS, SYMBOLS, read_analysis
 from .statistics import LEVEL
 

@@ -15,7 +15,6 @@ import pandas as pd
 import yaml
 
 from ..common.io import save_text
-from ..common.runs import DEFAULT_VARIANT
 from .premise_text import premise_section
 from .regimes import regime_section
 from .statistics import verdict

@@ -24,7 +24,6 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
-import numpy as np
 import pandas as pd
 import yaml
 
