@@ -38,11 +38,12 @@ def resolved_config(method: str, variant: str) -> dict:
     return {"tags": tags, "options": options}
 
 
-def effect(method: str, variant: str, c: int) -> float:
-    """Known change of a method's class-c accuracy; MR²'s gain is on the hard classes only."""
+def effect(method: str, variant: str, c: int, scale: float = 1.0) -> float:
+    """Known change of a method's class-c accuracy; MR²'s gain is on the hard classes only
+    (``scale`` times ``EFFECT``)."""
     if method == "erm":
         return 0.0
-    gain = EFFECT[method] if c in HARD else 0.0
+    gain = scale * EFFECT[method] if c in HARD else 0.0
     if variant.startswith("c_bar="):
         gain -= 0.05 * abs(float(variant.split("=")[1]) - 1.0)
     if variant.startswith("lam="):
@@ -50,14 +51,19 @@ def effect(method: str, variant: str, c: int) -> float:
     return gain
 
 
-def tables(datasets=("toy",), methods=METHODS, seeds=SEEDS, sweeps=(), epochs=4, noise=0.01, rng_seed=0):
-    """per_class, runs and epochs tables like mr2.results.aggregate returns."""
+def tables(datasets=("toy",), methods=METHODS, seeds=SEEDS, sweeps=(), epochs=4, noise=0.01, rng_seed=0,
+           regimes=None):
+    """per_class, runs and epochs tables like mr2.results.aggregate returns. ``regimes`` maps a
+    dataset key to (data name, train_cap, epochs, scale of the methods' effects); by default each
+    key is its own data name with train_cap null, ``epochs`` and scale 1."""
+    regimes = {d: (d, None, epochs, 1.0) for d in datasets} | (regimes or {})
     rng = np.random.default_rng(rng_seed)
     runs_spec = [(d, m, "default", s) for d in datasets for m in methods for s in seeds]
     runs_spec += [(d, "mr2", v, s) for d in datasets for v in sweeps for s in seeds]
     per_class, runs, log = [], [], []
     for d, m, v, s in runs_spec:
-        acc = np.clip(BASE + np.array([effect(m, v, c) for c in range(K)]) + rng.normal(0, noise, K), 0, 1)
+        name, cap, budget, scale = regimes[d]
+        acc = np.clip(BASE + np.array([effect(m, v, c, scale) for c in range(K)]) + rng.normal(0, noise, K), 0, 1)
         a = 1.0 + 3.0 * (1 - BASE) + rng.normal(0, 0.05, K)  # harder classes vary more
         for c in range(K):
             per_class.append({"dataset": d, "method": m, "variant": v, "seed": s, "class": c,
@@ -66,6 +72,7 @@ def tables(datasets=("toy",), methods=METHODS, seeds=SEEDS, sweeps=(), epochs=4,
         cfg = resolved_config(m, v)
         runs.append({"dataset": d, "method": m, "variant": v, "seed": s, "top1": acc.mean(),
                      "worst_class_acc": acc.min(), "config.tags.sweep": cfg["tags"].get("sweep"),
+                     "config.data.name": name, "config.data.train_cap": cap, "config.train.epochs": budget,
                      **{f"config.method.options.{k}": x for k, x in cfg["options"].items()}})
         for e in range(1, epochs + 1):
             log.append({"dataset": d, "method": m, "variant": v, "seed": s, "epoch": e, "class": pd.NA,

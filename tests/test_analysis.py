@@ -179,6 +179,25 @@ def test_section_states_each_link_from_the_numbers(tmp_path):
     assert "mean's norm is roughly equal across classes" in text  # ‖μ̂_k‖² is constant here
 
 
+def test_premise_figures_name_the_classes_and_use_the_symbols(tmp_path, monkeypatch):
+    drawn, real = [], premise_figures.save_figure
+    monkeypatch.setattr(premise_figures, "save_figure",
+                        lambda fig, stem, **kw: drawn.append(fig) or real(fig, stem, **kw))
+    result = premise_figures.write_analysis(synthetic(), tmp_path / "analysis")
+    decomposition, margins = drawn
+    order = [f"c{c}" for c in np.argsort(rd.BASE)]  # ERM's accuracy, ascending
+    for ax in decomposition.axes:  # a panel per method's own features
+        assert [t.get_text() for t in ax.get_xticklabels()] == order
+        assert ax.get_ylabel() == r"$a_k$ = $\|\hat{\mu}_k\|^2$ + $\|\hat{s}_k\|^2$"
+        assert [t.get_text() for t in ax.texts] == ["hard", "medium", "easy"]
+    assert [t.get_text() for t in decomposition.axes[0].get_legend().get_texts()] == [
+        r"$\|\hat{\mu}_k\|^2$ (mean's norm)", r"$\|\hat{s}_k\|^2$ (spread)"]
+    ax = margins.axes[0]
+    assert ax.get_ylabel() == r"final $\gamma_k$"
+    assert sorted(t.get_text() for t in ax.texts) == sorted(order)  # the default variant's classes, named
+    assert set(result["decomposition_summary"]["class_name"]) == set(order)
+
+
 def test_one_seed_gives_no_interval(tmp_path):
     res = premise_tables.analyse(synthetic(seeds=(0,)))
     link1 = premise_text.lookup(res["correlation_summary"], "toy", "erm", "default", "erm_error", "a")

@@ -1,15 +1,20 @@
 """Figures: every function writes a real PNG and PDF, survives missing methods and one seed,
-and says so when there is nothing to draw."""
+and says so when there is nothing to draw; one colour per method in every figure, class names on
+every class axis, λ and c̄ on log axes, the per-class changes' seed intervals, the paper's symbols."""
 
 from __future__ import annotations
 
+import re
+
+import matplotlib.colors
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
+from scipy import stats
 
 import results_data as syn
 from mr2.results import figures as F
-from mr2.results import plotting
-from mr2.common.runs import RUN_KEYS
+from mr2.results import plotting, regimes
 from mr2.results import groups as G
 from mr2.results import statistics as S
 from mr2.results import tables as R
@@ -32,12 +37,36 @@ def captured(monkeypatch):
     def spy(fig, stem, **kw):
         texts = [t.get_text() for ax in fig.axes for t in ax.texts]
         titles = [ax.get_title() for ax in fig.axes]
-        seen.append({"texts": texts, "titles": titles, "axes": list(fig.axes)})
+        seen.append({"texts": texts, "titles": titles, "axes": list(fig.axes), "strings": strings(fig),
+                     "placeholder": len(fig.axes) == 1 and not fig.axes[0].axison})
         return real(fig, stem, **kw)
 
     monkeypatch.setattr(F, "save_figure", spy)
+    monkeypatch.setattr(regimes, "save_figure", spy)
     monkeypatch.setattr(plotting, "save_figure", spy)  # placeholders are saved there
     return seen
+
+
+def strings(fig):
+    """Every text a reader sees on ``fig``: titles, axis labels, tick labels, legends, annotations."""
+    out = []
+    for ax in fig.axes:
+        out += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()] + [t.get_text() for t in ax.texts]
+        out += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+        if ax.get_legend() is not None:
+            out += [t.get_text() for t in ax.get_legend().get_texts()] + [ax.get_legend().get_title().get_text()]
+    return [s for s in out if s]
+
+
+def legend_colours(ax):
+    """label -> hex colour of the legend of ``ax`` (lines, bars or error bars)."""
+    legend = ax.get_legend()
+    out = {}
+    for handle, text in zip(legend.legend_handles, legend.get_texts()):
+        colour = handle.get_facecolor() if hasattr(handle, "get_facecolor") and not hasattr(handle, "get_color") \
+            else handle.get_color()
+        out[text.get_text()] = matplotlib.colors.to_hex(colour)
+    return out
 
 
 def full():
@@ -49,17 +78,42 @@ def test_every_figure_writes_png_and_pdf(tmp_path, captured):
     t, groups = full()
     made = F.make_figures(t, groups, tmp_path)
     assert sorted(made) == sorted(["per_class_sorted", "accuracy_vs_variability", "group_accuracy",
-                                   "change_vs_erm", "margins_over_training", "sweeps"])
+                                   "change_vs_erm", "margins_over_training", "sweeps", "regimes"])
     for name, paths in made.items():
         assert paths[0] == tmp_path / f"{name}.png"
         check_files(paths)
-    # real content, not placeholders: one panel per dataset (the change figure: per dataset and
-    # method other than ERM), sweeps 2 datasets x 2 options
-    assert all(not c["texts"] for c in captured)
+    # real content, not placeholders: one panel per dataset (accuracy against a_k: per dataset and
+    # method; the change figure: per dataset and method other than ERM), sweeps 2 datasets x 2
+    # options; toy and toy2 are different data, so no data is run in several regimes
+    assert [c["placeholder"] for c in captured] == [False] * 6 + [True]
     n_other = len([m for m in syn.METHODS if m != "erm"])
-    assert [len(c["axes"]) for c in captured[:5]] == [2, 2, 2, 2 * n_other, 2]
-    assert captured[3]["titles"][:n_other] == [f"toy: {m}" for m in syn.METHODS if m != "erm"]
+    assert [len(c["axes"]) for c in captured[:5]] == [2, 2 * 2, 2, 2 * n_other, 2]
+    assert captured[3]["titles"][:n_other] == [f"toy: {m} − erm (95% t-interval over 3 seeds)"
+                                               for m in syn.METHODS if m != "erm"]
     assert len(captured[5]["axes"]) == 4
+    assert captured[6]["texts"] == [regimes.NO_REGIMES]
+
+
+def test_one_colour_per_method_in_every_figure(tmp_path, captured):
+    t, groups = full()
+    F.make_figures(t, groups, tmp_path)
+    regime_tables = syn.tables(datasets=("small", "large"), regimes={"small": ("fm", 600, 6, 1.0),
+                                                                     "large": ("fm", None, 30, 1.0)})
+    regimes.plot_regimes(regime_tables["per_class"], regime_tables["runs"],
+                         G.difficulty_table(regime_tables["per_class"]), tmp_path / "regimes")
+    want = {m: matplotlib.colors.to_hex(plotting.method_colour(m)) for m in syn.METHODS}
+    assert len(set(want.values())) == len(want)  # distinct, and none is a group's colour
+    assert not set(want.values()) & {matplotlib.colors.to_hex(c) for c in plotting.GROUP_COLOURS.values()}
+    sorted_fig, scatter, bars, change = captured[0], captured[1], captured[2], captured[3]
+    assert legend_colours(sorted_fig["axes"][-1]) == want
+    assert legend_colours(bars["axes"][-1]) == want
+    for ax in scatter["axes"] + change["axes"]:  # a panel per method, titled by it
+        method = ax.get_title().split(": ")[1].split()[0]
+        drawn = {matplotlib.colors.to_hex(c) for coll in ax.collections for c in coll.get_facecolors()}
+        drawn |= {matplotlib.colors.to_hex(line.get_color()) for line in ax.get_lines()[:1]}
+        assert drawn == {want[method]}, ax.get_title()
+    regime_legend = legend_colours(captured[-1]["axes"][-1])
+    assert regime_legend == {m: want[m] for m in regimes.METHODS}
 
 
 def test_sorted_lines_are_ascending_per_method(tmp_path, captured):
@@ -71,13 +125,16 @@ def test_sorted_lines_are_ascending_per_method(tmp_path, captured):
     assert all((curve[1:] >= curve[:-1]).all() for curve in curves)
 
 
-def test_spearman_in_title(tmp_path, captured):
+def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, captured):
     t, _ = full()
+    t["per_class"].loc[t["per_class"]["method"] == "mr2", "a"] *= 1e-3  # another scale: its own axis
     check_files(F.plot_accuracy_vs_variability(t["per_class"], tmp_path / "v"))
-    title = captured[0]["titles"][0]
-    assert "ρ[erm]" in title and "ρ[mr2]" in title
+    axes = captured[0]["axes"]
+    assert [ax.get_title().split("\n")[0] for ax in axes] == ["toy: erm", "toy: mr2", "toy2: erm", "toy2: mr2"]
+    assert axes[1].get_xlim()[1] < 0.01 < axes[0].get_xlim()[0]  # MR²'s a_k do not collapse onto ERM's axis
     # a_k falls with accuracy in the synthetic data: strongly negative rank correlation
-    assert float(title.split("ρ[erm] = ")[1].split(",")[0]) < -0.8
+    assert float(axes[0].get_title().split("= ")[1]) < -0.8
+    assert sorted(t.get_text() for t in axes[0].texts) == sorted(f"c{c}" for c in range(syn.K))
 
 
 def test_figures_with_erm_and_mr2_and_one_seed(tmp_path, captured):
@@ -86,7 +143,7 @@ def test_figures_with_erm_and_mr2_and_one_seed(tmp_path, captured):
     made = F.make_figures(t, groups, tmp_path)
     for paths in made.values():
         check_files(paths)
-    sweeps = captured[-1]
+    sweeps = captured[-2]
     assert sweeps["texts"] == [F.NO_SWEEP]
 
 
@@ -101,7 +158,7 @@ def test_sweeps_read_each_value_from_the_resolved_config_and_mark_missing_sweeps
     assert sorted(F.sweep_table(t["per_class"], runs, groups)["value"].unique()) == [1.5, 3.0, 6.0]
     check_files(F.plot_sweeps(t["per_class"], t["runs"], groups, tmp_path / "sw"))
     texts = captured[0]["texts"]
-    assert texts == [f"toy, lam: {F.NO_SWEEP}"]  # the lam panel says it was not swept
+    assert texts == ["toy, lam: " + F.NO_SWEEP]  # the lam panel says it was not swept
 
 
 def test_placeholders_when_methods_are_absent(tmp_path, captured):
@@ -114,14 +171,61 @@ def test_placeholders_when_methods_are_absent(tmp_path, captured):
     assert "mr2" in captured[1]["texts"][0]
 
 
-def test_margin_lines_follow_the_groups(tmp_path, captured):
+def test_margin_lines_follow_the_groups_medium_included(tmp_path, captured):
     t, groups = full()
     check_files(F.plot_margins_over_training(t["epochs"], groups, tmp_path / "g"))
     ax = captured[0]["axes"][0]
     finals = [ln.get_ydata()[-1] for ln in ax.get_lines() if len(ln.get_ydata()) == 4]
-    # 3 easy + 3 hard class lines and 2 group means; hard classes' γ grows, easy classes' falls
-    assert len(finals) == 8
-    assert sorted(round(v, 6) for v in finals) == [0.8] * 4 + [1.4] * 4
+    # 3 easy + 3 medium + 3 hard class lines and 3 group means; hard classes' γ grows, the others' falls
+    assert len(finals) == 12
+    assert sorted(round(v, 6) for v in finals) == [0.8] * 8 + [1.4] * 4
+    legend = captured[0]["axes"][-1].get_legend()  # one legend, beside the last panel
+    assert [t.get_text() for t in legend.get_texts()] == ["easy", "medium", "hard"]
+    assert ax.get_ylabel() == r"$\gamma_k$"
+    check_files(F.plot_margins_over_training(t["epochs"], groups, tmp_path / "h", show=("easy", "hard")))
+    assert "(medium classes not shown)" in captured[1]["titles"][0]  # an omission is stated on the figure
+
+
+def test_change_figure_names_the_classes_and_draws_the_seed_intervals(tmp_path, captured):
+    t, groups = full()
+    check_files(F.plot_change_vs_reference(t["per_class"], tmp_path / "c", groups=groups))
+    ax = captured[0]["axes"][0]  # toy: mr2
+    order = [f"c{c}" for c in np.argsort(syn.BASE)]  # ERM's accuracy, ascending
+    assert [t.get_text() for t in ax.get_xticklabels()] == order
+    assert [t.get_text() for t in ax.texts] == ["hard", "medium", "easy"]  # the groups, shaded and named
+    pc = t["per_class"].query("dataset == 'toy' and variant == 'default'").set_index(["method", "seed", "class"])
+    (bars,) = ax.containers[0].lines[2]  # the error bars, in the order of the x axis
+    for i, name in enumerate(order):
+        c = int(name[1:])
+        d = 100 * np.array([pc.loc[("mr2", s, c), "accuracy"] - pc.loc[("erm", s, c), "accuracy"] for s in syn.SEEDS])
+        half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+        (x0, lo), (x1, hi) = bars.get_segments()[i]
+        assert x0 == x1 == i and (lo, hi) == pytest.approx((d.mean() - half, d.mean() + half))
+    assert ax.get_lines()[0].get_ydata() == pytest.approx(
+        [F.class_changes(t["per_class"]).set_index(["dataset", "method", "class_name"]).loc[("toy", "mr2", n), "diff"]
+         for n in order])
+
+
+def test_sweeps_are_on_log_axes_with_the_swept_values_as_ticks(tmp_path, captured):
+    t = syn.tables(sweeps=("c_bar=0.5", "c_bar=2.0", "lam=0.01", "lam=1.0"))
+    groups = G.difficulty_table(t["per_class"])
+    check_files(F.plot_sweeps(t["per_class"], t["runs"], groups, tmp_path / "sw"))
+    c_bar, lam = captured[0]["axes"][:2]
+    assert c_bar.get_xscale() == lam.get_xscale() == "log"
+    assert [x.get_text() for x in lam.get_xticklabels()] == ["0.01", "0.1", "1"]
+    assert [x.get_text() for x in c_bar.get_xticklabels()] == ["0.5", "1", "2"]
+    assert (lam.get_xlabel(), c_bar.get_xlabel()) == (r"$\lambda$", r"$\bar{c}$")
+
+
+def test_figures_use_the_papers_symbols(tmp_path, captured):
+    t, groups = full()
+    F.make_figures(t, groups, tmp_path)
+    plain = re.compile(r"gamma|\ba_k\b|c_bar|\blam\b|mu_k|s_k")
+    for fig in captured:
+        outside_math = [re.sub(r"\$[^$]*\$", "", s) for s in fig["strings"]]
+        assert not [s for s in outside_math if plain.search(s)], fig["titles"]
+    labels = {s for fig in captured for s in fig["strings"]}
+    assert {r"$\gamma_k$", r"$a_k$ of erm's training features", r"$\bar{c}$", r"$\lambda$"} <= labels
 
 
 def test_group_bars_match_the_group_accuracy(tmp_path, captured):

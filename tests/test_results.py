@@ -183,3 +183,22 @@ def test_markdown_table_and_files(tmp_path):
     assert list(back.columns) == list(table.columns)
     assert np.allclose(back["hard_diff"].to_numpy(float), table["hard_diff"].to_numpy(float), equal_nan=True)
     assert (tmp_path / "results.md").read_text() == md
+
+
+def test_results_folder_resolves_from_the_repository_root(tmp_path, monkeypatch):
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "notebooks" / "deep").mkdir(parents=True)
+    (tmp_path / "results").mkdir()
+    assert R.results_folder(start=tmp_path / "notebooks" / "deep") == tmp_path / "results"
+    monkeypatch.chdir(tmp_path / "notebooks")  # a notebook kernel's folder
+    assert R.results_folder() == tmp_path / "results"
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    assert R.results_folder(str(other)) == other  # MR2_RESULTS overrides
+    with pytest.raises(FileNotFoundError, match="missing results folder .*nowhere"):
+        R.results_folder(tmp_path / "nowhere")
+    (tmp_path / "results").rmdir()
+    with pytest.raises(FileNotFoundError, match=f"missing results folder {tmp_path / 'results'}"):
+        R.results_folder()
+    with pytest.raises(FileNotFoundError, match="no repository root"):
+        R.results_folder(start="/")

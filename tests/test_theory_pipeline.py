@@ -7,6 +7,7 @@ import math
 import subprocess
 import sys
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -117,6 +118,55 @@ def test_complexity_curve_falls_as_one_over_c_bar():
     scaled = curve[["complexity_mr2", "complexity_uniform"]].mul(curve["c_bar"], axis=0)
     assert np.allclose(scaled.to_numpy(), scaled.iloc[0].to_numpy())
     assert (curve["complexity_mr2"] < curve["complexity_uniform"]).all()
+
+
+# ----------------------------------------------------------------------------- notebook views
+
+
+def test_c_bar_view_has_one_row_per_configured_c_bar_of_the_sweep(gen):
+    runs, classes = [], []
+    for variant, c_bar, sweep in (("default", 1.0, None), ("c_bar=2.0", 2.0, "c_bar"), ("lam=0.3", 1.0, "lam")):
+        for seed in (0, 1):
+            run, cls, _ = fake_run(gen, seed=seed, c_bar=c_bar)
+            runs.append({**run, "variant": variant, "config.tags.sweep": sweep})
+            classes.append(cls.assign(variant=variant))
+    runs = pd.DataFrame(runs)
+    table = pipeline.bound_table(runs, pd.concat(classes))
+    view = pipeline.c_bar_view(table, "mr2", runs)
+    assert list(view["c_bar"]) == [1.0, 2.0] and list(view["runs"]) == [2, 2]  # λ's variant is not mixed in
+    default = table[table["variant"] == "default"]
+    assert view.loc[0, "bound"] == pytest.approx(default["bound"].mean())
+    assert list(pipeline.c_bar_view(table, "mr2")["runs"]) == [4, 2]  # without the runs table, every variant
+    fig = pipeline.plot_terms_vs_c_bar(table, "mr2", runs)
+    ax = fig.axes[0]
+    assert all(list(line.get_xdata()) == [1.0, 2.0] for line in ax.get_lines() if len(line.get_xdata()) > 1)
+    assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == ["1", "2"]
+    assert ax.get_xlabel() == r"mean margin $\bar{c}$"
+    plt.close(fig)
+
+
+def test_margin_sum_shares_name_the_classes_and_add_up(gen):
+    made = [fake_run(gen, method=m, seed=s) for m in ("erm", "mr2") for s in (0, 1)]
+    runs = pd.DataFrame([r for r, _, _ in made])
+    per_class = pd.concat([c for _, c, _ in made]).assign(class_name=lambda f: "n" + f["class"].astype(str))
+    table = pipeline.bound_table(runs, per_class)
+    shares = pipeline.margin_sum_shares(table, per_class)
+    assert list(dict.fromkeys(shares["method"])) == ["erm", "mr2"]
+    for method, part in shares.groupby("method"):
+        assert part["share"].sum() == pytest.approx(1.0) and part["share"].is_monotonic_decreasing
+        per_seed = []
+        for _, c, _ in [m for m in made if m[0]["method"] == method]:
+            term = (c["a"].to_numpy() + 1.0) / c["gamma"].to_numpy() ** 2  # the head has a bias: a_k + 1
+            per_seed.append(term / term.sum())
+        want = pd.Series(np.mean(per_seed, axis=0), index=[f"n{k}" for k in range(K)])
+        assert part.set_index("class_name")["share"].to_dict() == pytest.approx(want.to_dict())
+    # Σ_k (a_k + 1)/γ_k² of each run is the table's margin_sum
+    c = made[0][1]
+    assert ((c["a"] + 1) / c["gamma"] ** 2).sum() == pytest.approx(table.loc[0, "margin_sum"])
+    fig = pipeline.plot_margin_sum_shares(shares)
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == list(shares[shares["method"] == "erm"]["class_name"])
+    assert [ax.get_title() for ax in fig.axes] == ["toy: erm", "toy: mr2"]
+    plt.close(fig)
 
 
 # ----------------------------------------------------------------------------- errors and report text

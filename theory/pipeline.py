@@ -30,7 +30,9 @@ import pandas as pd
 
 from mr2.common.io import save_text
 from mr2.common.runs import DEFAULT_VARIANT, RUN_KEYS, run_label
-from mr2.results.plotting import save_figure
+from mr2.results.figures import sweep_members
+from mr2.results.groups import class_names
+from mr2.results.plotting import class_axis, class_axis_width, method_colour, save_figure, symbol, value_ticks
 
 from .bound import NORMS, augmented_variability, bound_from_summary, complexity_term, trained_margins
 
@@ -39,7 +41,7 @@ LAMBDA_COLUMNS = {"max_row": "head_max_row_norm", "frobenius": "head_frobenius_n
 RUN_COLUMNS = ["train_margin_ce", "train_error", "n_train", "num_classes", "top1", "head_bias"]
 CLASS_COLUMNS = ["class", "a", "gamma"]
 TERMS = ["empirical_term", "complexity_term", "confidence_term"]
-TERM_TITLES = {"empirical_term": "empirical (1/ln2·R̂)", "complexity_term": "complexity",
+TERM_TITLES = {"empirical_term": r"empirical $(1/\ln 2)\,\hat{R}$", "complexity_term": "complexity",
                "confidence_term": "confidence", "bound": "bound", "test_error": "test error"}
 #: the table's columns, in order.
 COLUMNS = RUN_KEYS + [
@@ -172,13 +174,46 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def terms_by_c_bar(table: pd.DataFrame, method: str = "mr2") -> pd.DataFrame:
-    """The runs of ``method`` (all its variants, e.g. the c̄ sweep) in long form: dataset, seed,
-    variant, c_bar, term, value (each term, the bound and the test error), sorted by c̄."""
+def terms_by_c_bar(table: pd.DataFrame, method: str = "mr2", runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The runs of ``method`` in long form: dataset, seed, variant, c_bar, term, value (each term, the
+    bound and the test error), sorted by c̄. ``c_bar`` is the configured c̄ of each run (its resolved
+    config), so the seeds of one variant share it. With ``runs`` (the runs table) only the members of
+    the c̄ sweep are kept (``mr2.results.figures.sweep_members``: the default variant and the variants
+    that change c̄), so variants of another swept option (λ) at the same c̄ are not mixed in."""
     own = table[table["method"] == method]
+    if runs is not None:
+        members = pd.MultiIndex.from_frame(sweep_members(runs, method, "c_bar")[RUN_KEYS])
+        own = own[pd.MultiIndex.from_frame(own[RUN_KEYS]).isin(members) | (own["variant"] == DEFAULT_VARIANT)]
     long = own.melt(id_vars=["dataset", "seed", "variant", "c_bar"], value_vars=[*TERMS, "bound", "test_error"],
                     var_name="term", value_name="value")
     return long.sort_values(["dataset", "c_bar", "term", "seed"]).reset_index(drop=True)
+
+
+def c_bar_view(table: pd.DataFrame, method: str = "mr2", runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """``terms_by_c_bar`` as a table: a row per dataset and configured c̄, a column per term (mean over
+    the seeds of the variant with that c̄), and the number of runs."""
+    long = terms_by_c_bar(table, method, runs)
+    view = long.pivot_table(index=["dataset", "c_bar"], columns="term", values="value", aggfunc="mean")
+    runs_per_c = long.drop_duplicates(["dataset", "c_bar", "variant", "seed"]).groupby(["dataset", "c_bar"]).size()
+    return view[[*TERMS, "bound", "test_error"]].assign(runs=runs_per_c).reset_index()
+
+
+def margin_sum_shares(table: pd.DataFrame, per_class: pd.DataFrame) -> pd.DataFrame:
+    """Which classes drive Σ_k a_k/γ_k² (the complexity term's sum): a row per dataset, method,
+    variant and class with class_name, a_k and γ_k (means over seeds; a_k + 1 with a bias, as in the
+    bound), and share = (a_k/γ_k²) / Σ_j a_j/γ_j², the class's part of each run's sum, mean over seeds
+    (the shares of a run add up to 1). Methods in the tables' order, classes by share, largest first."""
+    keys = table[RUN_KEYS + ["head_bias"]]
+    frame = per_class[RUN_KEYS + ["class", "a", "gamma"]].merge(keys, on=RUN_KEYS)
+    augmented = augmented_variability(frame["a"].to_numpy()).numpy()
+    frame["a"] = np.where(frame["head_bias"].astype(bool), augmented, frame["a"])
+    term = frame["a"] / frame["gamma"] ** 2
+    frame["share"] = term / term.groupby([frame[k] for k in RUN_KEYS]).transform("sum")
+    out = frame.groupby(["dataset", "method", "variant", "class"], sort=False)[["a", "gamma", "share"]].mean()
+    out = out.reset_index().merge(class_names(per_class), on=["dataset", "class"], how="left")
+    out["run_order"] = out.groupby(["dataset", "method", "variant"], sort=False).ngroup()  # the tables' order
+    out = out.sort_values(["run_order", "share"], ascending=[True, False], kind="stable")
+    return out[["dataset", "method", "variant", "class", "class_name", "a", "gamma", "share"]].reset_index(drop=True)
 
 
 def _number(x: float) -> str:
@@ -249,7 +284,8 @@ def plot_bound_terms(table: pd.DataFrame):
                     hue_order=list(TERM_TITLES.values()), errorbar="sd", ax=ax, err_kws={"linewidth": 1})
         ax.set_yscale("log")
         ax.set(title=dataset, xlabel="method", ylabel="value (log scale)")
-        ax.tick_params(axis="x", rotation=30)
+        ax.set_xticks(range(len(labels)))
+        ax.set_xticklabels(labels, rotation=30, ha="right")
     if axes.flat[-1].get_legend() is not None:
         sns.move_legend(axes.flat[-1], "upper left", bbox_to_anchor=(1.02, 1.0), title="", frameon=False)
     for ax in list(axes.flat)[:-1]:
@@ -259,13 +295,14 @@ def plot_bound_terms(table: pd.DataFrame):
     return fig
 
 
-def plot_terms_vs_c_bar(table: pd.DataFrame, method: str = "mr2"):
-    """Each term, the bound and the test error of ``method``'s runs against their c̄ (log scale),
-    a panel per dataset (lines through the means over seeds). Returns the matplotlib figure."""
+def plot_terms_vs_c_bar(table: pd.DataFrame, method: str = "mr2", runs: pd.DataFrame | None = None):
+    """Each term, the bound and the test error of ``method``'s runs against their configured c̄ (log
+    scale, the c̄ values as ticks), a panel per dataset (lines through the means over seeds; with
+    ``runs``, the c̄ sweep's members only: ``terms_by_c_bar``). Returns the matplotlib figure."""
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    long = terms_by_c_bar(table, method)
+    long = terms_by_c_bar(table, method, runs)
     long = long[long["value"] > 0].assign(term=lambda f: f["term"].map(TERM_TITLES))
     datasets = list(long["dataset"].unique()) or ["(no runs)"]
     fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 3.8), squeeze=False)
@@ -276,8 +313,9 @@ def plot_terms_vs_c_bar(table: pd.DataFrame, method: str = "mr2"):
             continue
         sns.lineplot(data=part, x="c_bar", y="value", hue="term", hue_order=list(TERM_TITLES.values()),
                      marker="o", errorbar=None, ax=ax)
-        ax.set_yscale("log")
-        ax.set(title=f"{dataset}: {method}", xlabel="mean margin c̄", ylabel="value (log scale)")
+        ax.set(xscale="log", yscale="log", title=f"{dataset}: {method}", xlabel=f"mean margin {symbol('c_bar')}",
+               ylabel="value (log scale)")
+        value_ticks(ax.xaxis, sorted(part["c_bar"].unique()))
     legends = [ax for ax in axes.flat if ax.get_legend() is not None]
     for ax in legends[:-1]:
         ax.get_legend().remove()
@@ -292,10 +330,43 @@ def plot_complexity_curve(curve: pd.DataFrame):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5.0, 3.6))
-    ax.plot(curve["c_bar"], curve["complexity_uniform"], marker="o", label="uniform γ = c̄")
-    ax.plot(curve["c_bar"], curve["complexity_mr2"], marker="s", linestyle="--", label="MR² γ (Corollary 1)")
-    ax.set(xscale="log", yscale="log", xlabel="mean margin c̄", ylabel="complexity term")
+    ax.plot(curve["c_bar"], curve["complexity_uniform"], marker="o", color=method_colour("mr2_uniform"),
+            label=rf"uniform $\gamma_k = \bar{{c}}$")
+    ax.plot(curve["c_bar"], curve["complexity_mr2"], marker="s", linestyle="--", color=method_colour("mr2"),
+            label=f"MR² {symbol('gamma')} (Corollary 1)")
+    ax.set(xscale="log", yscale="log", xlabel=f"mean margin {symbol('c_bar')}", ylabel="complexity term")
+    value_ticks(ax.xaxis, curve["c_bar"])
+    value_ticks(ax.yaxis)
     ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def plot_margin_sum_shares(shares: pd.DataFrame, variant: str = DEFAULT_VARIANT):
+    """Each class's share of Σ_k a_k/γ_k² (``margin_sum_shares``), largest first, classes named along
+    x: a panel per dataset and method (``variant`` only), bars in the method's colour, the dashed line
+    the share 1/K of equal classes. Returns the matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    data = shares[shares["variant"] == variant]
+    panels = list(data[["dataset", "method"]].drop_duplicates().itertuples(index=False)) or [("(no runs)", "")]
+    k = max(int(data.groupby(["dataset", "method"]).size().max()) if len(data) else 1, 1)
+    ncols = min(len(panels), 2 if k <= 20 else 1)
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(class_axis_width(k) * ncols, 3.6 * nrows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_axis_off()
+    for ax, (dataset, method) in zip(axes.flat, panels):
+        part = data[(data["dataset"] == dataset) & (data["method"] == method)]
+        if part.empty:
+            ax.text(0.5, 0.5, "no runs", ha="center", va="center", transform=ax.transAxes)
+            continue
+        ax.bar(range(len(part)), 100 * part["share"], color=method_colour(method))
+        ax.axhline(100 / len(part), color="black", linestyle="--", linewidth=0.8, label="equal share 1/K")
+        class_axis(ax, list(part["class_name"]))
+        ax.set(title=f"{dataset}: {method}", xlabel="class (largest share first)",
+               ylabel=r"share of $\Sigma_k\,a_k/\gamma_k^2$ (%)")
+        ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()
     return fig
 

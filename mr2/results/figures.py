@@ -4,14 +4,17 @@ Every figure function takes the tables it needs and an output ``stem`` and write
 ``<stem>.png`` and ``<stem>.pdf`` (atomically), then closes the figure; it returns the two
 paths. Each dataset gets its own panel. Methods, variants or seeds that a config does not
 run are left out; a figure with nothing to show says so in a placeholder instead of failing.
-Accuracies are drawn in percent; means are over seeds.
+Accuracies are drawn in percent; means are over seeds. Every method has one colour in every
+figure, every class axis names the classes, and the paper's quantities carry their symbols
+(``mr2.results.plotting``).
 
   per_class_sorted         per-class accuracy sorted ascending, a line per method (paper Fig. 1a)
-  accuracy_vs_variability  per-class accuracy against a_k of the training features (Fig. 1b)
+  accuracy_vs_variability  per-class accuracy against a_k of the training features, a panel per method (Fig. 1b)
   group_accuracy           all/easy/medium/hard accuracy per method, error bars = sd over seeds
-  change_vs_reference      per-class change of every method over ERM against ERM's accuracy, a panel each
-  margins_over_training    γ_k per epoch of easy and hard classes (MR²)
-  sweeps                   accuracy (all, hard) against swept c̄ and λ (Fig. 5)
+  change_vs_reference      per-class paired change of every method over ERM with its t-interval over seeds
+  margins_over_training    γ_k per epoch of easy, medium and hard classes (MR²)
+  sweeps                   accuracy (all, hard) against swept c̄ and λ on log axes (Fig. 5)
+  regimes                  MR²'s and its ablations' paired Δ to ERM across training regimes (``regimes``)
 """
 
 from __future__ import annotations
@@ -20,17 +23,22 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import matplotlib.ticker
+import numpy as np
 import pandas as pd
 import seaborn as sns
 
 from ..common.runs import DEFAULT_VARIANT, RUN_KEYS, run_label
-from .groups import run_group_accuracy
-from .plotting import (GROUP_COLOURS, GROUP_ORDER, PANEL_SIZE, _empty_panel, _one_legend, _panels, placeholder, plt,
-                       save_figure)
-from .statistics import spearman
+from .groups import class_names, run_group_accuracy
+from .plotting import (GROUP_COLOURS, GROUP_ORDER, _empty_panel, _one_legend, _panels, class_axis, class_axis_width,
+                       method_colour, method_palette, name_points, placeholder, plt, save_figure, symbol,
+                       value_ticks)
+from .regimes import plot_regimes
+from .statistics import LEVEL, paired_difference, spearman
 
 NO_SWEEP = "no sweep in this config"
 PANELS_PER_ROW = 4  # small multiples of the per-class change figure
+CLASSES_PER_ROW = 40  # fewer change panels in a row when each names many classes
+LOG_OPTIONS = ("c_bar", "lam")  # swept on multiplicative grids: drawn on log axes
 
 
 def _labels_in_order(per_class: pd.DataFrame) -> list[str]:
@@ -62,36 +70,43 @@ def plot_per_class_sorted(per_class: pd.DataFrame, stem: str | Path, methods: Se
     if data.empty:
         return placeholder(stem, "no runs to draw")
     data["accuracy"] *= 100
+    datasets, order = list(data["dataset"].unique()), _labels_in_order(data)  # the config's order
     data = data.sort_values(["dataset", "label", "accuracy"])
     data["rank"] = data.groupby(["dataset", "label"]).cumcount()
-    datasets = list(data["dataset"].unique())
     fig, axes = _panels(len(datasets))
-    order = _labels_in_order(data)
     for ax, dataset in zip(axes.flat, datasets):
-        sns.lineplot(data=data[data["dataset"] == dataset], x="rank", y="accuracy", hue="label", hue_order=order, ax=ax)
-        ax.set(title=dataset, xlabel="class rank (ascending accuracy)", ylabel="test accuracy (%)")
+        sns.lineplot(data=data[data["dataset"] == dataset], x="rank", y="accuracy", hue="label", hue_order=order,
+                     palette=method_palette(data), ax=ax)
+        ax.set(title=dataset, xlabel="rank of the class within each method (ascending accuracy)",
+               ylabel="test accuracy (%)")
     _one_legend(axes.flat, "method")
     return save_figure(fig, stem)
 
 
 def plot_accuracy_vs_variability(per_class: pd.DataFrame, stem: str | Path, methods: Sequence[str] = ("erm", "mr2"),
                                  variant: str = DEFAULT_VARIANT, feature: str = "a") -> list[Path]:
-    """Per-class test accuracy against a_k of the training features, each method its own a_k
-    (Fig. 1b); Spearman's ρ per method in the panel title. ``feature`` may be ``a_p3`` etc."""
+    """Per-class test accuracy against a_k of the training features (Fig. 1b): a row per dataset and
+    a panel per method, each on its own a_k axis (the methods' a_k differ in scale), classes named
+    (up to ``ANNOTATE_MAX``); Spearman's ρ in each panel's title. ``feature`` may be ``a_p3`` etc."""
     data = class_means(_select(per_class, methods, [variant]), ["accuracy", feature])
     if data.empty:
         return placeholder(stem, f"no runs of {', '.join(methods)}")
+    data = data.merge(class_names(per_class), on=["dataset", "class"], how="left")
     data["accuracy"] *= 100
-    datasets = list(data["dataset"].unique())
-    fig, axes = _panels(len(datasets))
-    for ax, dataset in zip(axes.flat, datasets):
-        part = data[data["dataset"] == dataset]
-        sns.scatterplot(data=part, x=feature, y="accuracy", hue="label", hue_order=_labels_in_order(data),
-                        ax=ax, s=18, alpha=0.7)
-        rhos = [f"ρ[{label}] = {spearman(g[feature], g['accuracy']):.2f}" for label, g in part.groupby("label", sort=False)]
-        ax.set(title=f"{dataset}\n" + ", ".join(rhos), xlabel=f"{feature} (training features)",
-               ylabel="test accuracy (%)")
-    _one_legend(axes.flat, "method")
+    datasets, labels = list(data["dataset"].unique()), _labels_in_order(data)
+    fig, axes = _panels(len(labels), nrows=len(datasets), sharey="row")
+    for row, dataset in zip(axes, datasets):
+        for ax, label in zip(row, labels):
+            part = data[(data["dataset"] == dataset) & (data["label"] == label)]
+            if part.empty:
+                _empty_panel(ax, f"{dataset}: no runs of {label}")
+                continue
+            colour = method_colour(*part.iloc[0][["method", "variant"]])
+            ax.scatter(part[feature], part["accuracy"], s=18, alpha=0.8, color=colour)
+            name_points(ax, part[feature], part["accuracy"], list(part["class_name"]))
+            rho = spearman(part[feature], part["accuracy"])
+            ax.set(title=f"{dataset}: {label}\nρ({symbol(feature)}, accuracy) = {rho:+.2f}",
+                   xlabel=f"{symbol(feature)} of {label}'s training features", ylabel="test accuracy (%)")
     return save_figure(fig, stem)
 
 
@@ -115,7 +130,7 @@ def plot_group_accuracy(per_class: pd.DataFrame, groups: pd.DataFrame, stem: str
     for ax, dataset in zip(axes.flat, datasets):
         part = long[long["dataset"] == dataset]
         sns.barplot(data=part, x="group", y="accuracy", hue="label", hue_order=_labels_in_order(selected),
-                    errorbar=errorbar, ax=ax,
+                    palette=method_palette(selected), saturation=1, errorbar=errorbar, ax=ax,
                     order=[g for g in GROUP_ORDER if g in set(part["group"])], capsize=0.1, err_kws={"linewidth": 1})
         low = part["accuracy"].min()
         ax.set(title=dataset, xlabel="classes (groups from the reference method)", ylabel="test accuracy (%)",
@@ -124,33 +139,52 @@ def plot_group_accuracy(per_class: pd.DataFrame, groups: pd.DataFrame, stem: str
     return save_figure(fig, stem)
 
 
-def plot_change_vs_reference(per_class: pd.DataFrame, stem: str | Path, reference: str = "erm",
-                             methods: Sequence[str] | None = None,
-                             variants: Sequence[str] | None = (DEFAULT_VARIANT,)) -> list[Path]:
-    """Per-class accuracy change of each method over the reference (difference of the means
-    over seeds) against the reference's per-class accuracy: one panel per dataset and method
-    (at most ``PANELS_PER_ROW`` methods in a row, the same y axis everywhere), a colour per
-    method, a zero line. ``methods`` defaults to every method run except the reference (MR²
-    variants and baselines), in the config's order."""
-    means = class_means(per_class)
-    ref = means[(means["method"] == reference) & (means["variant"] == DEFAULT_VARIANT)]
+def class_changes(per_class: pd.DataFrame, reference: str = "erm", methods: Sequence[str] | None = None,
+                  variants: Sequence[str] | None = (DEFAULT_VARIANT,), level: float = LEVEL) -> pd.DataFrame:
+    """A row per dataset, method, variant and class: the paired change over the reference in points,
+    d̄ = mean_s (acc_s − ref_s) over the seeds s both ran, with its t-interval
+    d̄ ± t_{(1+level)/2, n−1}·sd(d)/√n (``paired_difference``: diff, diff_lo, diff_hi, n_paired), the
+    reference's accuracy (ref_accuracy, %, mean over its seeds), class_name and label. ``methods``
+    defaults to every method except the reference, in the tables' order."""
     if methods is None:
         methods = [m for m in dict.fromkeys(per_class["method"]) if m != reference]
-    others = _select(means, methods, variants)
-    if ref.empty or others.empty:
-        return placeholder(stem, f"needs runs of {reference} and of {', '.join(methods) or 'another method'}")
-    data = others.merge(ref[["dataset", "class", "accuracy"]], on=["dataset", "class"], suffixes=("", "_ref"))
+    is_ref = (per_class["method"] == reference) & (per_class["variant"] == DEFAULT_VARIANT)
+    ref = per_class.loc[is_ref, ["dataset", "seed", "class", "accuracy"]].rename(columns={"accuracy": "ref"})
+    data = _select(per_class, methods, variants).merge(ref, on=["dataset", "seed", "class"])
+    rows = [{**dict(zip(["dataset", "method", "variant", "class"], key)),
+             **paired_difference(100 * g["accuracy"].to_numpy(), 100 * g["ref"].to_numpy(), level)}
+            for key, g in data.groupby(["dataset", "method", "variant", "class"], sort=False)]
+    columns = ["dataset", "method", "variant", "class", "diff", "diff_lo", "diff_hi", "n_paired"]
+    out = pd.DataFrame(rows, columns=columns)
+    ref_mean = (100 * ref.groupby(["dataset", "class"])["ref"].mean()).rename("ref_accuracy").reset_index()
+    out = out.merge(ref_mean, on=["dataset", "class"]).merge(class_names(per_class), on=["dataset", "class"])
+    out["label"] = [run_label(m, v) for m, v in zip(out["method"], out["variant"])]
+    return out
+
+
+def plot_change_vs_reference(per_class: pd.DataFrame, stem: str | Path, reference: str = "erm",
+                             methods: Sequence[str] | None = None,
+                             variants: Sequence[str] | None = (DEFAULT_VARIANT,), groups: pd.DataFrame | None = None,
+                             level: float = LEVEL) -> list[Path]:
+    """Per-class change of each method over the reference (``class_changes``: mean paired difference
+    over seeds, error bar its t-interval): a panel per dataset and method, the classes named along x
+    and ordered by the reference's accuracy (hardest left; ``groups`` shades easy/medium/hard), the
+    same y axis everywhere, the method's colour, a zero line. ``methods`` defaults to every method
+    run except the reference (MR² variants and baselines), in the config's order."""
+    data = class_changes(per_class, reference, methods, variants, level)
     if data.empty:
-        return placeholder(stem, f"no dataset has runs of both {reference} and {', '.join(methods)}")
-    data["change"] = 100 * (data["accuracy"] - data["accuracy_ref"])
-    data["accuracy_ref"] *= 100
-    datasets, labels = list(data["dataset"].unique()), _labels_in_order(others)
-    colours = dict(zip(labels, sns.color_palette("tab20" if len(labels) > 10 else "tab10", len(labels))))
-    ncols = min(PANELS_PER_ROW, len(labels))
+        wanted = ", ".join(methods) if methods else "another method"
+        return placeholder(stem, f"needs runs of {reference} and of {wanted} on the same dataset and seeds")
+    if groups is not None:
+        data = data.merge(groups[["dataset", "class", "group"]], on=["dataset", "class"], how="left")
+    datasets, labels = list(data["dataset"].unique()), list(dict.fromkeys(data["label"]))
+    data = data.sort_values(["ref_accuracy", "class"], kind="stable")
+    k = int(data.groupby("dataset")["class"].nunique().max())
+    ncols = min(PANELS_PER_ROW, len(labels), max(1, CLASSES_PER_ROW // k))
     rows_per_dataset = -(-len(labels) // ncols)
-    fig, axes = _panels(ncols, ncols=ncols, nrows=len(datasets) * rows_per_dataset)
-    low, high = data["change"].min(), data["change"].max()
-    pad = 0.05 * max(high - low, 1.0)
+    fig, axes = _panels(ncols, ncols=ncols, nrows=len(datasets) * rows_per_dataset, width=class_axis_width(k))
+    ends = pd.concat([data["diff"], data["diff_lo"], data["diff_hi"]]).dropna().clip(-100, 100)  # |change| ≤ 100
+    pad = 0.05 * max(ends.max() - ends.min(), 1.0)
     for d, dataset in enumerate(datasets):
         panels = axes[d * rows_per_dataset:(d + 1) * rows_per_dataset].flat
         for i, ax in enumerate(panels):
@@ -161,18 +195,27 @@ def plot_change_vs_reference(per_class: pd.DataFrame, stem: str | Path, referenc
             if part.empty:
                 _empty_panel(ax, f"{dataset}: no runs of {labels[i]}")
                 continue
-            ax.scatter(part["accuracy_ref"], part["change"], s=18, alpha=0.8, color=colours[labels[i]])
+            pos = np.arange(len(part))
+            yerr = np.nan_to_num(np.vstack([part["diff"] - part["diff_lo"], part["diff_hi"] - part["diff"]]))
+            colour = method_colour(*part.iloc[0][["method", "variant"]])
+            ax.errorbar(pos, part["diff"], yerr=yerr, fmt="o", markersize=4, color=colour, ecolor=colour,
+                        elinewidth=1, capsize=2)
             ax.axhline(0.0, color="black", linewidth=0.8)
-            ax.set(title=f"{dataset}: {labels[i]}", xlabel=f"{reference} per-class accuracy (%)",
-                   ylabel=f"change over {reference} (points)", ylim=(low - pad, high + pad))
+            class_axis(ax, list(part["class_name"]), list(part["group"].fillna("?")) if "group" in part else None)
+            seeds = int(part["n_paired"].max())
+            note = f"{level:.0%} t-interval over {seeds} seeds" if seeds > 1 else "1 seed: no interval"
+            ax.set_title(f"{dataset}: {labels[i]} − {reference} ({note})", pad=14, fontsize=9)
+            ax.set(xlabel=f"class (ascending {reference} accuracy)", ylabel=f"change over {reference} (points)",
+                   ylim=(ends.min() - pad, ends.max() + pad))
     return save_figure(fig, stem)
 
 
 def plot_margins_over_training(epochs: pd.DataFrame, groups: pd.DataFrame, stem: str | Path, method: str = "mr2",
-                               variant: str = DEFAULT_VARIANT, show: Sequence[str] = ("easy", "hard"),
+                               variant: str = DEFAULT_VARIANT, show: Sequence[str] = ("easy", "medium", "hard"),
                                name: str = "gamma") -> list[Path]:
     """γ_k per epoch (mean over seeds) of the ``show`` groups' classes for ``method``: a thin
-    line per class and a thick line per group mean, coloured by group."""
+    line per class and a thick line per group mean, coloured by group; a group left out of
+    ``show`` is named in the title."""
     rows = epochs[(epochs["method"] == method) & (epochs["variant"] == variant) & (epochs["name"] == name)
                   & epochs["class"].notna()]
     if rows.empty:
@@ -192,7 +235,10 @@ def plot_margins_over_training(epochs: pd.DataFrame, groups: pd.DataFrame, stem:
                      palette=palette, hue_order=list(show), linewidth=0.6, alpha=0.35, ax=ax, legend=False)
         sns.lineplot(data=part, x="epoch", y="value", hue="group", palette=palette, hue_order=list(show),
                      errorbar=None, linewidth=2.5, ax=ax)
-        ax.set(title=f"{dataset}: {run_label(method, variant)}", xlabel="epoch", ylabel=f"{name}_k")
+        hidden = [g for g in GROUP_ORDER[1:] if g not in show]
+        ax.set(title=f"{dataset}: {run_label(method, variant)}" + (f" ({', '.join(hidden)} classes not shown)"
+                                                                  if hidden else ""),
+               xlabel="epoch", ylabel=symbol(name))
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     _one_legend(axes.flat, "classes")
     return save_figure(fig, stem)
@@ -207,32 +253,50 @@ def option_column(option: str) -> str:
     return f"config.method.options.{option}"
 
 
+def sweep_members(runs: pd.DataFrame | None, method: str, option: str) -> pd.DataFrame:
+    """The runs (rows of ``runs``) of a sweep of ``option``: the runs of ``method`` whose resolved
+    config marks them as varying it (``tags.sweep``) and, on the datasets that have those, the default
+    variant. Empty when nothing sweeps ``option`` or the runs table lacks the columns."""
+    if runs is None or SWEEP_TAG not in runs or option_column(option) not in runs:
+        return pd.DataFrame(columns=list(RUN_KEYS if runs is None else runs.columns))
+    own = runs[runs["method"] == method]
+    swept = own[own[SWEEP_TAG] == option]
+    return pd.concat([swept, own[(own["variant"] == DEFAULT_VARIANT) & own["dataset"].isin(swept["dataset"])]])
+
+
 def sweep_table(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, method: str = "mr2",
                 options: Sequence[str] = ("c_bar", "lam")) -> pd.DataFrame:
     """A row per run of the sweeps: dataset, seed, variant, option, value, all, hard (fractions).
 
-    A sweep of ``option`` on a dataset is the runs of ``method`` whose resolved config marks them as
-    varying it (``tags.sweep``, set by the pipeline) plus the default variant; each run's value is
-    the option as its resolved config holds it (``method.options.<option>``), never parsed from a
-    variant's name. A dataset without such runs has no rows.
+    A sweep of ``option`` on a dataset is its ``sweep_members``; each run's value is the option as its
+    resolved config holds it (``method.options.<option>``), never parsed from a variant's name. A
+    dataset without such runs has no rows.
     """
     columns = ["dataset", "seed", "variant", "option", "value", "all", "hard"]
-    own = runs[runs["method"] == method]
     out = []
     for option in options:
         column = option_column(option)
-        if SWEEP_TAG not in own or column not in own:
+        members = sweep_members(runs, method, option)
+        if members.empty:
             continue
-        swept = own[own[SWEEP_TAG] == option]
-        if swept.empty:
-            continue
-        members = pd.concat([swept, own[(own["variant"] == DEFAULT_VARIANT) & own["dataset"].isin(swept["dataset"])]])
         part = per_class.merge(members[RUN_KEYS], on=RUN_KEYS)
         acc = run_group_accuracy(part, groups).merge(members[RUN_KEYS + [column]], on=RUN_KEYS)
         out.append(acc.assign(option=option, value=acc[column].astype(float)))
     if not out:
         return pd.DataFrame(columns=columns)
     return pd.concat(out, ignore_index=True)[columns]
+
+
+def _value_axis(ax: plt.Axes, option: str, values: Sequence[float]) -> None:
+    """Swept values as the ticks; a log axis for the options of ``LOG_OPTIONS`` (symmetric-log when
+    a value is 0 or below, linear within the smallest positive value)."""
+    if option in LOG_OPTIONS:
+        positive = [v for v in values if v > 0]
+        if len(positive) == len(values):
+            ax.set_xscale("log")
+        elif positive:
+            ax.set_xscale("symlog", linthresh=min(positive))
+    value_ticks(ax.xaxis, values)
 
 
 def plot_sweeps(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame, stem: str | Path,
@@ -255,12 +319,14 @@ def plot_sweeps(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.D
                 _empty_panel(ax, f"{dataset}, {option}: {NO_SWEEP}")
                 continue
             sns.lineplot(data=part, x="value", y="accuracy", hue="classes", hue_order=["all", "hard"],
-                         marker="o", errorbar=errorbar, ax=ax)
+                         palette={"all": "black", "hard": GROUP_COLOURS["hard"]}, marker="o", errorbar=errorbar, ax=ax)
             default = data.loc[(data["dataset"] == dataset) & (data["option"] == option)
                                & (data["variant"] == DEFAULT_VARIANT), "value"]
             if len(default):
                 ax.axvline(default.iloc[0], color="grey", linestyle=":", linewidth=1, label="default")
-            ax.set(title=f"{dataset}: {method}, sweep of {option}", xlabel=option, ylabel="test accuracy (%)")
+            _value_axis(ax, option, sorted(part["value"].unique()))
+            ax.set(title=f"{dataset}: {method}, sweep of {symbol(option)}", xlabel=symbol(option),
+                   ylabel="test accuracy (%)")
     _one_legend(axes.flat, "classes")
     return save_figure(fig, stem)
 
@@ -278,8 +344,9 @@ def make_figures(tables: dict[str, pd.DataFrame], groups: pd.DataFrame, out_dir:
         "accuracy_vs_variability": plot_accuracy_vs_variability(pc, out / "accuracy_vs_variability",
                                                                 methods=(reference, sweep_method)),
         "group_accuracy": plot_group_accuracy(pc, groups, out / "group_accuracy"),
-        "change_vs_erm": plot_change_vs_reference(pc, out / "change_vs_erm", reference=reference),
+        "change_vs_erm": plot_change_vs_reference(pc, out / "change_vs_erm", reference=reference, groups=groups),
         "margins_over_training": plot_margins_over_training(epochs, groups, out / "margins_over_training",
                                                             method=sweep_method),
         "sweeps": plot_sweeps(pc, runs, groups, out / "sweeps", method=sweep_method),
+        "regimes": plot_regimes(pc, runs, groups, out / "regimes", reference=reference),
     }

@@ -27,6 +27,16 @@ def difficulty_groups(reference: pd.DataFrame) -> pd.Series:
     return groups.sort_index().rename("group")
 
 
+def class_names(per_class: pd.DataFrame) -> pd.DataFrame:
+    """Columns dataset, class, class_name: each class's name as evaluation wrote it (its index as
+    text where the table has no ``class_name``)."""
+    names = per_class[["dataset", "class"] + (["class_name"] if "class_name" in per_class else [])]
+    names = names.drop_duplicates(["dataset", "class"])
+    if "class_name" not in names:
+        names = names.assign(class_name=names["class"].astype(str))
+    return names.assign(class_name=names["class_name"].fillna(names["class"].astype(str)).astype(str))
+
+
 def group_accuracy(per_class: pd.DataFrame, groups: pd.Series) -> pd.DataFrame:
     """Mean per-class accuracy of each group, per run.
 

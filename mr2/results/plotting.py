@@ -1,22 +1,61 @@
-"""What every figure of the project shares: panels, legends, colours, a
-placeholder for a figure with nothing to draw, and one way of writing a figure (PNG and PDF,
-atomically). The command line selects the non-interactive Agg backend (``mr2.cli``); a notebook
-keeps its inline one."""
+"""What every figure of the project shares: panels, legends, one fixed colour per method and per
+group, the symbols of the paper's quantities, class-name axes, a placeholder for a figure with
+nothing to draw, and one way of writing a figure (PNG and PDF, atomically). The command line
+selects the non-interactive Agg backend (``mr2.cli``); a notebook keeps its inline one."""
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 import numpy as np
 import seaborn as sns
 
 from ..common.io import atomic_path
+from ..common.runs import DEFAULT_VARIANT, run_label
 
 GROUP_ORDER = ["all", "easy", "medium", "hard"]
 GROUP_COLOURS = {"easy": "tab:green", "medium": "tab:orange", "hard": "tab:red"}
+#: one colour per method in every figure (none is a group's green, orange or red); a method not
+#: listed gets a fixed colour of FALLBACK_COLOURS chosen by its name, a non-default variant one
+#: chosen by its label
+METHOD_COLOURS = {
+    "erm": "#4d4d4d", "mr2": "tab:blue", "mr2_uniform": "tab:purple", "mr2_no_rep": "tab:cyan",
+    "mr2_release": "tab:brown", "focal": "tab:pink", "ldam": "tab:olive", "logit_adjust": "#393b79",
+    "eql": "#8c6d31", "supcon": "#7b4173", "center": "#5254a3", "dro": "#bd9e39", "fairdro": "#843c39",
+    "jtt": "#637939", "lff": "#ad494a",
+}
+FALLBACK_COLOURS = sns.color_palette("tab20b", 20).as_hex()
+#: the paper's symbols (matplotlib mathtext) for the names of statistics and options in the tables
+MATH_SYMBOLS = {
+    "gamma": r"$\gamma_k$", "a": r"$a_k$", "mean_sq_norm": r"$\|\hat{\mu}_k\|^2$", "spread": r"$\|\hat{s}_k\|^2$",
+    "a_p3": r"$a_k$ ($L_3$)", "a_p5": r"$a_k$ ($L_5$)", "c_bar": r"$\bar{c}$", "lam": r"$\lambda$", "p": r"$p$",
+}
 PANEL_SIZE = (4.5, 3.6)
+CLASS_WIDTH = 0.18  # inches per class on a class-name axis
+ANNOTATE_MAX = 20  # name the points of a scatter of classes up to this many classes
+
+
+def symbol(name: str) -> str:
+    """The paper's symbol of a table's statistic or option (``gamma`` -> γ_k); the name itself otherwise."""
+    return MATH_SYMBOLS.get(name, name)
+
+
+def method_colour(method: str, variant: str = DEFAULT_VARIANT) -> str:
+    """The fixed colour of a method (its default variant) in every figure; see ``METHOD_COLOURS``."""
+    if variant == DEFAULT_VARIANT and method in METHOD_COLOURS:
+        return METHOD_COLOURS[method]
+    key = method if variant == DEFAULT_VARIANT else run_label(method, variant)
+    return FALLBACK_COLOURS[zlib.crc32(key.encode()) % len(FALLBACK_COLOURS)]
+
+
+def method_palette(frame) -> dict[str, str]:
+    """``run_label`` -> colour for every (method, variant) pair of ``frame`` (a hue palette)."""
+    pairs = frame[["method", "variant"]].drop_duplicates()
+    return {run_label(m, v): method_colour(m, v) for m, v in zip(pairs["method"], pairs["variant"])}
 
 
 def save_figure(fig: plt.Figure, stem: str | Path, dpi: int = 150) -> list[Path]:
@@ -41,14 +80,58 @@ def placeholder(stem: str | Path, message: str) -> list[Path]:
     return save_figure(fig, stem)
 
 
+def class_axis(ax: plt.Axes, names: Sequence[str], groups: Sequence[str] | None = None) -> None:
+    """Name the classes at x = 0, 1, ... (rotated, smaller with many classes) and, with ``groups``,
+    shade each run of equal easy/medium/hard group and name it above the axes."""
+    pos = np.arange(len(names))
+    ax.set_xticks(pos)
+    ax.set_xticklabels(list(names), rotation=90 if len(names) > 6 else 30, ha="center" if len(names) > 6 else "right",
+                       fontsize=8 if len(names) <= 30 else 6)
+    ax.set_xlim(-0.5, len(names) - 0.5)
+    if groups is None:
+        return
+    start = 0
+    for i in range(1, len(groups) + 1):
+        if i == len(groups) or groups[i] != groups[start]:
+            colour = GROUP_COLOURS.get(groups[start], "grey")
+            ax.axvspan(start - 0.5, i - 0.5, color=colour, alpha=0.12, linewidth=0)
+            ax.text((start + i - 1) / 2, 1.0, groups[start], transform=ax.get_xaxis_transform(), ha="center",
+                    va="bottom", fontsize=8, color=colour)
+            start = i
+
+
+def class_axis_width(k: int) -> float:
+    """Width in inches of a panel with K classes named along x."""
+    return max(PANEL_SIZE[0], CLASS_WIDTH * k + 1.2)
+
+
+def name_points(ax: plt.Axes, x, y, names: Sequence[str]) -> None:
+    """Write each class's name beside its point, when there are at most ``ANNOTATE_MAX``."""
+    if len(names) > ANNOTATE_MAX:
+        return
+    for xi, yi, name in zip(x, y, names):
+        ax.annotate(str(name), (xi, yi), xytext=(3, 2), textcoords="offset points", fontsize=6, alpha=0.8)
+
+
+def value_ticks(axis, values: Sequence[float] | None = None) -> None:
+    """Readable ticks on a (log) ``axis`` (``ax.xaxis``): at ``values`` when given (e.g. the swept
+    values), numbers written plainly (0.5, 2, 100), no labels on the minor ticks."""
+    if values is not None:
+        axis.set_major_locator(matplotlib.ticker.FixedLocator(list(values)))
+        axis.set_minor_locator(matplotlib.ticker.NullLocator())
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
 def _empty_panel(ax: plt.Axes, message: str) -> None:
     ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, transform=ax.transAxes)
     ax.set_axis_off()
 
 
-def _panels(n: int, ncols: int | None = None, nrows: int = 1) -> tuple[plt.Figure, np.ndarray]:
+def _panels(n: int, ncols: int | None = None, nrows: int = 1, width: float = PANEL_SIZE[0],
+            **kw) -> tuple[plt.Figure, np.ndarray]:
     ncols = ncols or n
-    fig, axes = plt.subplots(nrows, ncols, figsize=(PANEL_SIZE[0] * ncols, PANEL_SIZE[1] * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, PANEL_SIZE[1] * nrows), squeeze=False, **kw)
     return fig, axes
 
 
@@ -59,3 +142,12 @@ def _one_legend(axes: Iterable[plt.Axes], title: str) -> None:
         ax.get_legend().remove()
     if with_legend:
         sns.move_legend(with_legend[-1], "upper left", bbox_to_anchor=(1.02, 1.0), title=title, frameon=False)
+
+
+def caption(report_dir: Path, name: str) -> str:
+    """The caption of figure or table ``name`` (``<report_dir>/<name>.rst``); a missing one is an error
+    naming it, so a report run from another folder never silently loses its captions."""
+    path = Path(report_dir) / f"{name}.rst"
+    if not path.is_file():
+        raise FileNotFoundError(f"caption {path} not found; give --captions the workflow's report folder")
+    return path.read_text().strip()

@@ -10,28 +10,17 @@ import pandas as pd
 
 from ..common.io import save_csv
 from ..common.runs import DEFAULT_VARIANT
-from .plotting import GROUP_COLOURS, PANEL_SIZE, placeholder, plt, save_figure
+from .plotting import (GROUP_COLOURS, PANEL_SIZE, class_axis, class_axis_width, name_points, placeholder, plt,
+                       save_figure, symbol)
 from .premise_tables import TABLE_NAMES, analyse
 from .premise_text import format_rho, is_exploratory, label, lookup
 from .statistics import LEVEL
 
 
-def _mark_groups(ax: plt.Axes, groups: Sequence[str]) -> None:
-    """Shade the runs of equal group along the x axis and name them."""
-    start = 0
-    for i in range(1, len(groups) + 1):
-        if i == len(groups) or groups[i] != groups[start]:
-            g = groups[start]
-            ax.axvspan(start - 0.5, i - 0.5, color=GROUP_COLOURS.get(g, "grey"), alpha=0.12, linewidth=0)
-            ax.text((start + i - 1) / 2, 1.0, g, transform=ax.get_xaxis_transform(), ha="center", va="bottom",
-                    fontsize=8, color=GROUP_COLOURS.get(g, "grey"))
-            start = i
-
-
 def plot_decomposition(summary: pd.DataFrame, stem: str | Path, reference: str = "erm",
                        methods: Sequence[str] = ("erm", "mr2"), p: int = 2) -> list[Path]:
     """‖μ̂_k‖² and ‖ŝ_k‖² (stacked; their sum is a_k, error bar = sd of a_k over seeds) of the
-    training features per class, classes ordered by ERM's accuracy (hardest left), the
+    training features per class, classes named and ordered by ERM's accuracy (hardest left), the
     hard/medium/easy groups shaded; a column per dataset, a row per method's own features."""
     data = summary[(summary["p"] == p) & (summary["variant"] == DEFAULT_VARIANT)
                    & summary["method"].isin([reference, *methods])]
@@ -40,25 +29,23 @@ def plot_decomposition(summary: pd.DataFrame, stem: str | Path, reference: str =
         return placeholder(stem, "no per-class statistics to draw")
     datasets = list(data["dataset"].unique())
     fig, axes = plt.subplots(len(rows), len(datasets), squeeze=False,
-                             figsize=(max(5.5, 0.12 * data["class"].nunique() + 3) * len(datasets),
-                                      PANEL_SIZE[1] * len(rows)))
+                             figsize=(class_axis_width(data["class"].nunique()) * len(datasets),
+                                      PANEL_SIZE[1] * 1.15 * len(rows)))
     for r, method in enumerate(rows):
         for c, dataset in enumerate(datasets):
             ax = axes[r, c]
             part = data[(data["dataset"] == dataset) & (data["method"] == method)]
             part = part.sort_values(["erm_accuracy", "class"], kind="stable")
             pos = np.arange(len(part))
-            ax.bar(pos, part["mean_sq_norm"], color="tab:blue", label="‖μ̂_k‖² (mean's norm)")
-            ax.bar(pos, part["spread"], bottom=part["mean_sq_norm"], color="tab:orange", label="‖ŝ_k‖² (spread)")
+            ax.bar(pos, part["mean_sq_norm"], color="tab:blue", label=f"{symbol('mean_sq_norm')} (mean's norm)")
+            ax.bar(pos, part["spread"], bottom=part["mean_sq_norm"], color="tab:orange",
+                   label=f"{symbol('spread')} (spread)")
             if part["a_sd"].notna().any():
                 ax.errorbar(pos, part["a"], yerr=part["a_sd"], fmt="none", ecolor="black", elinewidth=0.6, capsize=1.5)
-            _mark_groups(ax, list(part["group"].fillna("?")))
-            ticks = part["class"].astype(str).tolist()
-            ax.set_xticks(pos if len(pos) <= 30 else [])
-            if len(pos) <= 30:
-                ax.set_xticklabels(ticks, fontsize=7)
-            ax.set(xlim=(-0.5, len(pos) - 0.5), xlabel=f"class (ascending {reference} accuracy)",
-                   ylabel="a_k = ‖μ̂_k‖² + ‖ŝ_k‖²" + ("" if p == 2 else f" (L{p})"))
+            class_axis(ax, list(part["class_name"]), list(part["group"].fillna("?")))
+            norm = "" if p == 2 else f" ($L_{p}$)"
+            ax.set(xlabel=f"class (ascending {reference} accuracy)",
+                   ylabel=f"{symbol('a')} = {symbol('mean_sq_norm')} + {symbol('spread')}{norm}")
             ax.set_title(f"{dataset}: training features of {method}", pad=14)
     axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return save_figure(fig, stem)
@@ -80,7 +67,8 @@ def plot_margins_vs_error(margins: pd.DataFrame, summary: pd.DataFrame, stem: st
         return placeholder(stem, f"no runs of {method}")
     sel = margins[margins["method"].eq(method) & margins["variant"].isin([v for _, v in pairs])]
     data = sel.groupby(["dataset", "variant", "class"], sort=False).agg(
-        gamma=("gamma", "mean"), erm_error=("erm_error", "first"), group=("group", "first")).reset_index()
+        gamma=("gamma", "mean"), erm_error=("erm_error", "first"), group=("group", "first"),
+        class_name=("class_name", "first")).reset_index()
     datasets = list(data["dataset"].unique())
     fig, axes = plt.subplots(1, len(datasets), squeeze=False,  # wide: the title holds a line per variant
                              figsize=(PANEL_SIZE[0] * 1.7 * len(datasets), PANEL_SIZE[1] * 1.4))
@@ -94,11 +82,13 @@ def plot_margins_vs_error(margins: pd.DataFrame, summary: pd.DataFrame, stem: st
             ax.scatter(100 * part["erm_error"], part["gamma"], s=22, marker=markers[i % len(markers)],
                        c=[GROUP_COLOURS.get(g, "grey") for g in part["group"]], edgecolors="black", linewidths=0.3,
                        label=label(method, variant))
+            if variant == DEFAULT_VARIANT:
+                name_points(ax, 100 * part["erm_error"], part["gamma"], list(part["class_name"]))
             row = lookup(summary, dataset, method, variant, "erm_error", "gamma")
             title.append(f"{label(method, variant)}: ρ = {format_rho(row, level)}")
         c_bar = data.loc[data["dataset"] == dataset, "gamma"].mean()  # Corollary 1 keeps the mean at c̄
         ax.axhline(c_bar, color="grey", linewidth=0.6, linestyle=":")
-        ax.set(xlabel="ERM per-class test error (%)", ylabel="final γ_k")
+        ax.set(xlabel="ERM per-class test error (%)", ylabel=f"final {symbol('gamma')}")
         ax.set_title("\n".join(title), fontsize=8)
     handles = [plt.Line2D([], [], marker=markers[i % len(markers)], linestyle="", color="grey", label=label(method, v))
                for i, (_, v) in enumerate(pairs)]

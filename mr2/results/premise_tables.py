@@ -35,8 +35,8 @@ Tables (``analyse``), all tidy, each row carrying dataset, method, variant:
   correlation_summary    the same over seeds: n_seeds, n_defined, rho_mean, rho_lo, rho_hi.
   decomposition          a row per run, class and norm p (2, 3, 5): ‖μ̂_k‖_p², ‖ŝ_k‖_p², a_k,
                          and the shares mean_share = ‖μ̂_k‖²/a_k, spread_share = ‖ŝ_k‖²/a_k.
-  decomposition_summary  the same, mean over seeds, with ERM's accuracy and the class's group.
-  margins                a row per run and class: erm_error, group, final γ_k, and change, the
+  decomposition_summary  the same, mean over seeds, with ERM's accuracy, the class's group and name.
+  margins                a row per run and class: class_name, erm_error, group, final γ_k, and change, the
                          accuracy change over the reference of the same seed (NaN for the
                          reference itself and for seeds it lacks).
 
@@ -54,6 +54,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..common.runs import DEFAULT_VARIANT, RUN_KEYS
+from .groups import class_names
 from .statistics import LEVEL, grouped_spearman, seed_interval
 
 NORMS = {2: "", 3: "_p3", 5: "_p5"}
@@ -85,8 +86,8 @@ def difficulty(per_class: pd.DataFrame, reference: str = "erm", variant: str = D
 
 def margins_table(per_class: pd.DataFrame, groups: pd.DataFrame, reference: str = "erm",
                   variant: str = DEFAULT_VARIANT) -> pd.DataFrame:
-    """A row per run and class: erm_error, erm_accuracy, group, gamma (final γ_k; 1 where a
-    method has none) and change = accuracy − the reference's accuracy in the same dataset,
+    """A row per run and class: class_name, erm_error, erm_accuracy, group, gamma (final γ_k; 1
+    where a method has none) and change = accuracy − the reference's accuracy in the same dataset,
     seed and class (NaN for the reference itself and where that seed has no reference run)."""
     diff = difficulty(per_class, reference, variant)
     ref = per_class[(per_class["method"] == reference) & (per_class["variant"] == variant)]
@@ -99,6 +100,7 @@ def margins_table(per_class: pd.DataFrame, groups: pd.DataFrame, reference: str 
     is_ref = (frame["method"] == reference) & (frame["variant"] == variant)
     frame.loc[is_ref, "change"] = math.nan
     frame = frame.merge(groups[["dataset", "class", "group"]], on=["dataset", "class"], how="left")
+    frame = frame.merge(class_names(per_class), on=["dataset", "class"], how="left")
     return frame.drop(columns="ref_accuracy")
 
 
@@ -130,15 +132,18 @@ def decomposition(per_class: pd.DataFrame, tol: float = 1e-6) -> pd.DataFrame:
     return frame
 
 
-def decomposition_summary(dec: pd.DataFrame, diff: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
+def decomposition_summary(dec: pd.DataFrame, diff: pd.DataFrame, groups: pd.DataFrame,
+                          names: pd.DataFrame) -> pd.DataFrame:
     """``decomposition`` averaged over seeds (and the sd of a_k over seeds), per dataset,
-    method, variant, p and class, with ERM's accuracy and the class's group."""
+    method, variant, p and class, with ERM's accuracy, the class's group and its name (``names``:
+    ``mr2.results.groups.class_names``)."""
     keys = ["dataset", "method", "variant", "p", "class"]
     cols = [*PARTS, "a", "mean_share", "spread_share"]
     grouped = dec.groupby(keys, sort=False)
     out = grouped[cols].mean().join(grouped["a"].std(ddof=1).rename("a_sd")).join(grouped.size().rename("n_seeds"))
     out = out.reset_index().merge(diff, on=["dataset", "class"], how="left")
-    return out.merge(groups[["dataset", "class", "group"]], on=["dataset", "class"], how="left")
+    out = out.merge(groups[["dataset", "class", "group"]], on=["dataset", "class"], how="left")
+    return out.merge(names, on=["dataset", "class"], how="left")
 
 
 def final_correlations(per_class: pd.DataFrame, margins: pd.DataFrame) -> pd.DataFrame:
@@ -202,7 +207,8 @@ def analyse(tables: dict[str, pd.DataFrame], reference: str = "erm", level: floa
     corr["epoch"] = corr["epoch"].astype("Int64")
     dec = decomposition(per_class)
     return {"correlations": corr, "correlation_summary": summarise(corr, level), "decomposition": dec,
-            "decomposition_summary": decomposition_summary(dec, diff, groups), "margins": margins}
+            "decomposition_summary": decomposition_summary(dec, diff, groups, class_names(per_class)),
+            "margins": margins}
 
 
 def read_analysis(out_dir: str | Path) -> dict[str, pd.DataFrame]:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from ..common.runs import DEFAULT_VARIANT, run_label
+from ..common.runs import DEFAULT_VARIANT
+from .plotting import caption
 from .premise_tables import EQUAL_CV, EXPLORATORY_OPTIONS, FIGURE_NAMES, NORMS, PARTS, SYMBOLS, read_analysis
 from .statistics import LEVEL
 
@@ -178,7 +179,6 @@ def premise_section(analysis_dir: str | Path, report_out: str | Path, captions: 
         png = analysis_dir / f"{name}.png"
         if png.is_file():
             rel = os.path.relpath(png, Path(report_out).parent)
-            cap = captions / f"{name}.rst"
             lines += [f"### {name.replace('_', ' ').capitalize()}", "", f"![{name}]({rel})", "",
-                      cap.read_text().strip() if cap.is_file() else "", ""]
+                      caption(captions, name), ""]
     return lines

@@ -15,11 +15,12 @@ import pandas as pd
 import yaml
 
 from ..common.io import save_text
-from ..common.runs import DEFAULT_VARIANT
-from .premise_text import premise_section
-from .statistics import paired_difference
 from .html import write_report_html
-from .tables import per_run_metrics
+from .plotting import caption
+from .premise_text import premise_section
+from .regimes import regime_section
+from .statistics import verdict
+from .tables import paired, per_run_metrics
 
 # The paper's CIFAR-100 / ResNet-32 numbers for ERM and MR² as a third-party summary gives them
 # (unverified; percent; docs/method.md, "Experimental protocol").
@@ -36,34 +37,10 @@ TRADE_OFF = {
 }
 
 
-def verdict(diff: float, lo: float, hi: float) -> str:
-    """'higher' / 'lower' when the 95 % interval excludes 0, else 'no clear difference'."""
-    if any(math.isnan(v) for v in (diff, lo, hi)):
-        return "undetermined (too few seeds for an interval)"
-    if lo > 0:
-        return "higher"
-    if hi < 0:
-        return "lower"
-    return "no clear difference"
-
-
 def _fmt(d: dict[str, float]) -> str:
     if math.isnan(d["diff_lo"]):
         return f"{d['diff']:+.1f} points (no interval)"
     return f"{d['diff']:+.1f} points [95 % CI {d['diff_lo']:+.1f}, {d['diff_hi']:+.1f}]"
-
-
-def paired(per_run: pd.DataFrame, dataset: str, method: str, against: str, metric: str,
-           variant: str = DEFAULT_VARIANT) -> dict[str, float] | None:
-    """Paired (by seed) difference of ``metric`` between two methods' default variants, in points."""
-    frame = per_run[per_run["dataset"] == dataset]
-    a = frame[(frame["method"] == method) & (frame["variant"] == variant)].set_index("seed")[metric]
-    b = frame[(frame["method"] == against) & (frame["variant"] == DEFAULT_VARIANT)].set_index("seed")[metric]
-    common = a.index.intersection(b.index)
-    if not len(common):
-        return None
-    d = paired_difference(a.loc[common].to_numpy() * 100, b.loc[common].to_numpy() * 100)
-    return d
 
 
 def findings(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, reference: str = "erm") -> list[str]:
@@ -131,23 +108,15 @@ def baseline_findings(per_run: pd.DataFrame, dataset: str, reference: str = "erm
     return lines
 
 
-def caption(report_dir: Path, name: str) -> str:
-    """The caption of figure or table ``name`` (``<report_dir>/<name>.rst``); a missing one is an error
-    naming it, so a report run from another folder never silently loses its captions."""
-    path = Path(report_dir) / f"{name}.rst"
-    if not path.is_file():
-        raise FileNotFoundError(f"caption {path} not found; give --captions the workflow's report folder")
-    return path.read_text().strip()
-
-
 def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict[str, str], out: str | Path,
                  report_dir: str | Path, config: dict[str, Any], reference: str = "erm",
                  sections: Sequence[str] = (), analysis: str | Path | None = None,
                  html_out: str | Path | None = None) -> str:
     """Assemble results/report.md; ``figures`` maps a figure name to its PNG path relative to ``out``;
     ``sections`` are Markdown sections written by other steps (e.g. the theory step's), placed
-    before the figures; ``analysis`` (the folder of ``mr2.analysis.write_analysis``) adds the
-    "Does the premise hold?" section after the findings."""
+    before the figures; the "Training regime" section follows the findings when a data name is run
+    in several regimes (``mr2.results.regimes``); ``analysis`` (the folder of
+    ``mr2.analysis.write_analysis``) adds the "Does the premise hold?" section after them."""
     per_class, runs, groups = tables["per_class"], tables["runs"], tables["groups"]
     report_dir = Path(report_dir)
     n_runs = len(runs)
@@ -172,6 +141,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "## What we find",
         "",
         *findings(per_class, runs, groups, reference),
+        *regime_section(per_class, runs, groups, reference),
         *(premise_section(analysis, out, report_dir, reference) if analysis else []),
         *[f"{section.strip()}\n" for section in sections],
         "## Figures",

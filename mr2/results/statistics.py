@@ -37,6 +37,17 @@ def paired_difference(values: np.ndarray, reference: np.ndarray, level: float = 
     return {"diff": iv["mean"], "diff_lo": iv["lo"], "diff_hi": iv["hi"], "n_paired": len(d)}
 
 
+def verdict(diff: float, lo: float, hi: float) -> str:
+    """'higher' / 'lower' when the interval excludes 0, else 'no clear difference'."""
+    if any(math.isnan(v) for v in (diff, lo, hi)):
+        return "undetermined (too few seeds for an interval)"
+    if lo > 0:
+        return "higher"
+    if hi < 0:
+        return "lower"
+    return "no clear difference"
+
+
 def spearman(x: Iterable[float], y: Iterable[float]) -> float:
     """Spearman's ρ = corr(rank(x), rank(y)), the Pearson correlation of average ranks (ties
     share their mean rank), over the pairs where both are finite. NaN when fewer than 3 pairs

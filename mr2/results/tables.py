@@ -24,7 +24,6 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
-import numpy as np
 import pandas as pd
 import yaml
 
@@ -34,6 +33,8 @@ from .groups import run_group_accuracy
 from .statistics import paired_difference
 
 EVAL_SUBDIR = "eval"
+RESULTS_DIR = "results"  # the pipeline's results folder, in the repository root
+ROOT_MARKER = "pyproject.toml"  # what makes a folder the repository root
 METRICS = ["top1", "all", "easy", "medium", "hard", "worst"]
 METRIC_TITLES = {"top1": "Top-1", "all": "All", "easy": "Easy", "medium": "Medium", "hard": "Hard",
                  "worst": "Worst class"}
@@ -104,6 +105,25 @@ def aggregate(run_dirs: Iterable[str | Path], eval_subdir: str = EVAL_SUBDIR) ->
     return tables
 
 
+def results_folder(override: str | Path | None = None, start: str | Path | None = None) -> Path:
+    """The pipeline's results folder: ``override`` when given (a notebook passes ``$MR2_RESULTS``),
+    else ``results/`` in the repository root, the nearest folder at or above ``start`` (default: the
+    current folder, e.g. a notebook kernel's ``notebooks/``) that holds ``pyproject.toml``. A folder
+    that does not exist, or no repository root above ``start``, is an error naming it."""
+    if override:
+        found = Path(override)
+    else:
+        here = Path(start or Path.cwd()).resolve()
+        root = next((d for d in (here, *here.parents) if (d / ROOT_MARKER).is_file()), None)
+        if root is None:
+            raise FileNotFoundError(f"no repository root ({ROOT_MARKER}) at or above {here}; "
+                                    "set MR2_RESULTS to the pipeline's results folder")
+        found = root / RESULTS_DIR
+    if not found.is_dir():
+        raise FileNotFoundError(f"missing results folder {found}; run the pipeline first or set MR2_RESULTS")
+    return found
+
+
 def write_tables(tables: dict[str, pd.DataFrame], out_dir: str | Path) -> dict[str, Path]:
     """Write each table as ``<out_dir>/<name>.csv`` atomically; returns the paths."""
     paths = {name: Path(out_dir) / f"{name}.csv" for name in tables}
@@ -129,6 +149,18 @@ def per_run_metrics(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: 
     if runs is not None and "top1" in runs:
         frame = frame.merge(runs[RUN_KEYS + ["top1"]], on=RUN_KEYS, how="left")
     return frame[RUN_KEYS + [m for m in METRICS if m in frame]]
+
+
+def paired(per_run: pd.DataFrame, dataset: str, method: str, against: str, metric: str,
+           variant: str = DEFAULT_VARIANT) -> dict[str, float] | None:
+    """Paired (by seed) difference of ``metric`` between two methods' default variants, in points."""
+    frame = per_run[per_run["dataset"] == dataset]
+    a = frame[(frame["method"] == method) & (frame["variant"] == variant)].set_index("seed")[metric]
+    b = frame[(frame["method"] == against) & (frame["variant"] == DEFAULT_VARIANT)].set_index("seed")[metric]
+    common = a.index.intersection(b.index)
+    if not len(common):
+        return None
+    return paired_difference(a.loc[common].to_numpy() * 100, b.loc[common].to_numpy() * 100)
 
 
 def results_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame,

@@ -51,6 +51,7 @@ FIGURE_NAMES = [
     "change_vs_erm",
     "margins_over_training",
     "sweeps",
+    "regimes",
 ]
 DEFAULT_VARIANT = "default"
 NAME = re.compile(r"^(?!.*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*$")

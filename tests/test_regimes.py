@@ -1,0 +1,151 @@
+"""The training regime as an axis (mr2/results/regimes.py): the regimes read from the resolved
+configs, the paired Δ to ERM per regime against an independent computation, each regime's own
+easy/medium/hard groups, the figure, the generated sentence and the report's section."""
+
+from __future__ import annotations
+
+import matplotlib.colors
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import results_data as rd
+from mr2.results import figures, regimes
+from mr2.results.groups import difficulty_table
+from mr2.results.plotting import method_colour
+from mr2.results.report import write_report
+
+#: dataset key -> (data name, train_cap, epochs, scale of MR²'s known hard-class gain)
+REGIMES = {"fm_long": ("fashion_mnist", 600, 30, 1.0), "fm_full": ("fashion_mnist", None, 30, 2.0),
+           "fm_short": ("fashion_mnist", 600, 6, -1.0), "fm_mid": ("fashion_mnist", 2000, 10, 0.5),
+           "digits": ("digits", None, 4, 1.0)}
+
+
+def regime_tables(**kw):
+    t = rd.tables(datasets=tuple(REGIMES), regimes=REGIMES, **kw)
+    t["groups"] = difficulty_table(t["per_class"])
+    return t
+
+
+def expected(t, dataset, method, metric):
+    """The paired Δ (points) and its 95 % t-interval, computed here from the per-class table."""
+    pc = t["per_class"][(t["per_class"]["dataset"] == dataset) & (t["per_class"]["variant"] == "default")]
+    erm = pc[pc["method"] == "erm"].groupby("class")["accuracy"].mean()
+    hard = erm.sort_values(kind="stable").index[:3]  # the hard third of this key's own ERM (K = 9)
+    d = []
+    for seed in rd.SEEDS:
+        acc = {m: pc[(pc["method"] == m) & (pc["seed"] == seed)].set_index("class")["accuracy"]
+               for m in (method, "erm")}
+        pick = {"all": lambda a: a.mean(), "hard": lambda a: a.loc[hard].mean(), "worst": lambda a: a.min()}[metric]
+        d.append(100 * (pick(acc[method]) - pick(acc["erm"])))
+    d = np.array(d)
+    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    return d.mean(), d.mean() - half, d.mean() + half
+
+
+def test_regimes_come_from_the_configs_ordered_by_size_then_epochs():
+    keys = regimes.regimes(regime_tables()["runs"])
+    assert list(keys["dataset"]) == ["fm_short", "fm_long", "fm_mid", "fm_full"]  # digits has one regime
+    assert list(keys["regime"]) == ["600/class × 6 ep", "600/class × 30 ep", "2000/class × 10 ep", "all × 30 ep"]
+    assert list(keys["order"]) == [0, 1, 2, 3] and set(keys["data_name"]) == {"fashion_mnist"}
+    assert regimes.regimes(rd.tables(datasets=("a", "b"))["runs"]).empty  # different data: no regimes
+    assert regimes.regimes(None).empty
+    assert regimes.regimes(rd.tables()["runs"].drop(columns="config.train.epochs")).empty
+
+
+def test_a_dataset_key_with_two_regimes_is_an_error_naming_it():
+    runs = regime_tables()["runs"]
+    runs.loc[(runs["dataset"] == "fm_mid") & (runs["seed"] == 1), "config.train.epochs"] = 11
+    with pytest.raises(ValueError, match="'fm_mid' differ in config.train.epochs"):
+        regimes.regimes(runs)
+
+
+def test_two_keys_in_one_regime_are_told_apart_by_their_key():
+    same = {"x": ("fm", 600, 6, 1.0), "y": ("fm", 600, 6, 1.0)}
+    keys = regimes.regimes(rd.tables(datasets=("x", "y"), regimes=same)["runs"])
+    assert list(keys["regime"]) == ["600/class × 6 ep (x)", "600/class × 6 ep (y)"]
+
+
+def test_paired_differences_match_an_independent_computation():
+    t = regime_tables()
+    table = regimes.regime_table(t["per_class"], t["runs"], t["groups"])
+    assert set(table["method"]) == set(regimes.METHODS) and set(table["metric"]) == set(regimes.METRICS)
+    assert (table["n_paired"] == len(rd.SEEDS)).all() and "digits" not in set(table["data_name"])
+    for _, row in table.iterrows():
+        assert (row["diff"], row["diff_lo"], row["diff_hi"]) == pytest.approx(
+            expected(t, row["dataset"], row["method"], row["metric"])), dict(row)
+    hard = table[(table["method"] == "mr2") & (table["metric"] == "hard")].set_index("dataset")["diff"]
+    for key, (*_, scale) in REGIMES.items():  # MR²'s known gain on the hard classes, scaled per regime
+        if key in hard:
+            assert hard[key] == pytest.approx(100 * rd.EFFECT["mr2"] * scale, abs=1.5)
+
+
+def test_hard_classes_are_those_of_each_regimes_own_erm():
+    t = regime_tables()
+    pc = t["per_class"]
+    pc.loc[(pc["dataset"] == "fm_full") & (pc["method"] == "erm") & (pc["class"] == 8), "accuracy"] = 0.05
+    t["groups"] = difficulty_table(pc)  # class 8, the easiest elsewhere, is hard in fm_full only
+    assert t["groups"].set_index(["dataset", "class"]).loc[[("fm_full", 8), ("fm_long", 8)], "group"].tolist() == \
+        ["hard", "easy"]
+    table = regimes.regime_table(pc, t["runs"], t["groups"])
+    row = table[(table["dataset"] == "fm_full") & (table["method"] == "mr2") & (table["metric"] == "hard")].iloc[0]
+    assert (row["diff"], row["diff_lo"], row["diff_hi"]) == pytest.approx(expected(t, "fm_full", "mr2", "hard"))
+
+
+def test_figure_has_a_row_per_data_name_the_regimes_in_order_and_the_intervals(tmp_path, monkeypatch):
+    drawn, real = [], regimes.save_figure
+    monkeypatch.setattr(regimes, "save_figure", lambda fig, stem, **kw: drawn.append(fig) or real(fig, stem, **kw))
+    t = regime_tables()
+    png, pdf = regimes.plot_regimes(t["per_class"], t["runs"], t["groups"], tmp_path / "regimes")
+    assert png.stat().st_size > 1000 and pdf.stat().st_size > 1000
+    (fig,) = drawn
+    assert [ax.get_title() for ax in fig.axes] == [f"fashion_mnist: {m}" for m in
+                                                   ("all classes", "hard classes", "worst class")]
+    table = regimes.regime_table(t["per_class"], t["runs"], t["groups"])
+    for ax, metric in zip(fig.axes, regimes.METRICS):
+        assert [x.get_text() for x in ax.get_xticklabels()] == list(regimes.regimes(t["runs"])["regime"])
+        assert any(line.get_ydata()[0] == 0 and line.get_color() == "black" for line in ax.get_lines())  # zero line
+        for container, method in zip(ax.containers, regimes.METHODS):
+            line, _, (bars,) = container.lines
+            assert matplotlib.colors.to_hex(line.get_color()) == matplotlib.colors.to_hex(method_colour(method))
+            want = table[(table["method"] == method) & (table["metric"] == metric)].sort_values("order")
+            ends = np.array([seg[:, 1] for seg in bars.get_segments()])
+            np.testing.assert_allclose(ends, want[["diff_lo", "diff_hi"]].to_numpy())
+
+
+def test_placeholder_when_no_data_is_run_in_several_regimes(tmp_path):
+    t = rd.tables(datasets=("a", "b"))
+    groups = difficulty_table(t["per_class"])
+    made = figures.make_figures(t, groups, tmp_path)
+    assert made["regimes"][0] == tmp_path / "regimes.png" and made["regimes"][0].stat().st_size > 1000
+    assert regimes.regime_section(t["per_class"], t["runs"], groups) == []
+
+
+def test_sentence_names_both_ends_with_numbers_and_intervals():
+    t = regime_tables()
+    table = regimes.regime_table(t["per_class"], t["runs"], t["groups"])
+    (sentence,) = regimes.regime_findings(table)
+    assert sentence.startswith("- `fashion_mnist` (4 regimes, ordered by size, then epochs): from the smallest, "
+                               "shortest regime (600/class × 6 ep) to the largest, longest (all × 30 ep), `mr2`'s")
+    for key, metric, name in (("fm_short", "hard", "hard classes"), ("fm_full", "hard", "hard classes"),
+                              ("fm_full", "worst", "worst class")):
+        d, lo, hi = expected(t, key, "mr2", metric)
+        excludes = "excludes" if lo > 0 or hi < 0 else "contains"
+        assert f"{d:+.1f} [{lo:+.1f}, {hi:+.1f}] points (interval {excludes} 0)" in sentence
+        assert name in sentence
+    # MR²'s known hard-class effect goes from a loss (scale −1) to a gain (scale 2): both intervals exclude 0
+    assert sentence.count("(interval excludes 0)") >= 4
+
+
+def test_report_has_the_regime_section_only_with_regimes(tmp_path):
+    def report(t):
+        return write_report(t, "| table |", {}, tmp_path / "report.md", tmp_path, {"seeds": list(rd.SEEDS)})
+
+    text = report(regime_tables())
+    section = text[text.index("## Training regime"):]
+    assert text.index("## What we find") < text.index("## Training regime") < text.index("## Figures")
+    assert "`fashion_mnist` (4 regimes" in section and "| fashion_mnist | all × 30 ep | mr2 |" in section
+    single = rd.tables()
+    single["groups"] = difficulty_table(single["per_class"])
+    assert "## Training regime" not in report(single)
