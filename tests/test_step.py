@@ -1,13 +1,161 @@
-"""Which losses can run in a CUDA graph (``ClassLoss.capturable``), checked on the paths a CUDA
-device takes: on the CPU the ops that would synchronise with the host on CUDA are recorded."""
+"""The training step (mr2.engine.step): the graph path's CPU-testable parts, its refusals and
+fallback, and which losses can be captured.
 
+A CUDA graph cannot be captured on the CPU, so ``capture`` is replaced here by a stand-in that
+records the step and replays it by calling it: everything around the capture (static buffers
+refilled before each replay, the learning rate as a tensor filled before each replay, the sums
+added to in place, warm-up on real steps) then runs for real and must give the eager numbers
+exactly. The capture itself is checked on a GPU (tests/test_cuda.py).
+"""
+
+import subprocess
+import sys
+
+import pandas as pd
 import pytest
 import torch
 from torch import nn
 from test_speed import SyncRecorder
 
+from mr2.engine import config as run_config
+from mr2.engine import step as step_mod
+from mr2.engine.config import ConfigError
+from mr2.engine.data import prepare_dataset
+from mr2.engine.train import Runner, train
 from mr2.method.losses import build_loss
 from mr2.method.losses.factory import METHODS
+
+
+@pytest.fixture(scope="module")
+def digits(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "digits.pt"
+    prepare_dataset({"name": "digits", "val_fraction": 0.1}, path)
+    return path
+
+
+def cfg_for(method="mr2", **train_keys):
+    update = {"data": {"name": "digits"}, "model": {"name": "mlp", "options": {"hidden": 32}}, "method": {"name": method},
+              "device": "cpu", "threads": 1,
+              "train": {"epochs": 2, "batch_size": 64, "warmup_epochs": 0.5, "crop_padding": 1, **train_keys}}
+    return run_config.deep_merge(run_config.DEFAULTS, update)
+
+
+@pytest.fixture
+def graph_on_cpu(monkeypatch):
+    """Let ``GraphStep`` run on the CPU with a stand-in capture whose replay calls the recorded step;
+    returns the list of replays made."""
+    replays = []
+
+    def record(fn, stream, generators, opt):
+        def replay():
+            replays.append(1)
+            fn()
+
+        return replay
+
+    monkeypatch.setattr(step_mod, "cuda_graph_problem", lambda *args: None)
+    monkeypatch.setattr(step_mod, "capture", record)
+    return replays
+
+
+def state_of(runner):
+    return {f"{part}.{k}": v.clone() for part, sd in runner.state().items() for k, v in sd.items()}
+
+
+@pytest.mark.parametrize("method", ["mr2", "lff", "supcon"])  # plain; training-split indices; two views
+def test_static_buffers_and_a_tensor_learning_rate_give_the_eager_numbers(digits, tmp_path, graph_on_cpu, method):
+    eager = Runner(cfg_for(method, grad_clip=5.0), digits, tmp_path / "a", log=lambda *_: None)
+    graph = Runner(cfg_for(method, grad_clip=5.0, cuda_graph=True), digits, tmp_path / "b", log=lambda *_: None)
+    assert isinstance(graph.step, step_mod.GraphStep) and type(eager.step) is step_mod.TrainStep
+    for epoch in range(2):
+        a, b = eager.train_epoch(epoch), graph.train_epoch(epoch)
+        assert a == b  # the epoch's sums (loss and parts), accuracy and learning rate, exactly
+        sa, sb = state_of(eager), state_of(graph)
+        assert all(torch.equal(sa[k], sb[k]) for k in sa), [k for k in sa if not torch.equal(sa[k], sb[k])]
+    steps = 2 * graph.steps_per_epoch
+    assert len(graph_on_cpu) == steps - step_mod.WARMUP_STEPS  # warm-up, then every step a replay
+    lr = graph.opt.param_groups[0]["lr"]
+    assert isinstance(lr, torch.Tensor) and lr.item() == pytest.approx(b["lr"])  # filled before each replay
+    assert graph.step.buffers[0].dtype == torch.uint8  # the batch as stored; augmented inside the step
+
+
+def test_warm_up_is_made_of_real_steps(digits, tmp_path, graph_on_cpu):
+    """The steps before the capture train the model exactly as eager steps do."""
+    eager = Runner(cfg_for(), digits, tmp_path / "a", log=lambda *_: None)
+    graph = Runner(cfg_for(cuda_graph=True), digits, tmp_path / "b", log=lambda *_: None)
+    for runner in (eager, graph):
+        xb, yb = next(runner.train_src.batches(torch.arange(64), 64))
+        for _ in range(step_mod.WARMUP_STEPS):
+            runner.step(xb, yb, None, 0.05)
+    assert graph.step.replay is None and not graph_on_cpu
+    sa, sb = state_of(eager), state_of(graph)
+    assert all(torch.equal(sa[k], sb[k]) for k in sa)
+    assert not torch.equal(sa["model.head.fc.weight"], Runner(cfg_for(), digits, tmp_path / "c").state()["model"]["head.fc.weight"])
+
+
+def test_a_failing_capture_falls_back_to_eager_with_a_message(digits, tmp_path, monkeypatch):
+    def refuse(*args):
+        raise RuntimeError("operation not permitted when stream is capturing (simulated)")
+
+    monkeypatch.setattr(step_mod, "cuda_graph_problem", lambda *args: None)
+    monkeypatch.setattr(step_mod, "capture", refuse)
+    messages = []
+    train(cfg_for(cuda_graph=True), digits, tmp_path / "graph", log=messages.append)
+    failed = [m for m in messages if "CUDA graph capture failed" in m]
+    assert len(failed) == 1 and "RuntimeError: operation not permitted" in failed[0]
+    assert "train.cuda_graph=false" in failed[0]
+    train(cfg_for(), digits, tmp_path / "eager", log=lambda *_: None)
+    logs = [pd.read_csv(tmp_path / run / "epochs.csv").query("name != 'seconds'").reset_index(drop=True)
+            for run in ("graph", "eager")]
+    pd.testing.assert_frame_equal(*logs)
+    sa, sb = (torch.load(tmp_path / run / "model.pt", weights_only=False)["state"] for run in ("graph", "eager"))
+    assert all(torch.equal(sa[p][k], sb[p][k]) for p in sa for k in sa[p])
+
+
+def test_a_batch_of_another_shape_is_refused_by_the_static_buffers(digits, tmp_path, graph_on_cpu):
+    runner = Runner(cfg_for(cuda_graph=True), digits, tmp_path, log=lambda *_: None)
+    xb, yb = next(runner.train_src.batches(torch.arange(64), 64))
+    runner.step(xb, yb, None, 0.05)
+    with pytest.raises(ValueError, match="train.cuda_graph: a batch of shape"):
+        runner.step(xb[:32], yb[:32], None, 0.05)
+
+
+# ---------------------------------------------------------------- refusals
+
+
+def problem(device="cuda", processes=1, method="mr2", options=None, **train_keys):
+    cfg = run_config.deep_merge(cfg_for(method, **train_keys), {"method": {"options": options or {}}})
+    loss, _ = loss_steps(method, **(options or {}))
+    return step_mod.cuda_graph_problem(cfg, torch.device(device), processes, loss)
+
+
+@pytest.mark.parametrize("case,needle", [
+    ({"device": "cpu"}, "needs a CUDA device; this run is on cpu"),
+    ({"processes": 2}, "this run has 2"),
+    ({"compile": True}, "'train.compile'"),
+    ({"auto_augment": True}, "'train.auto_augment'"),
+    ({"method": "center"}, "method 'center'"),
+    ({"method": "ldam", "options": {"drw_epoch": 3}}, "method 'ldam'"),
+])
+def test_cuda_graph_is_refused_by_name_where_it_cannot_work(case, needle):
+    message = problem(**case)
+    assert message.startswith("config key 'train.cuda_graph'") and needle in message and "\n" not in message
+
+
+@pytest.mark.parametrize("method", ["mr2", "mr2_uniform", "mr2_no_rep", "erm", "ldam", "fairdro", "lff"])
+def test_cuda_graph_is_accepted_for_capturable_losses_on_one_cuda_device(method):
+    assert problem(method=method) is None
+
+
+def test_the_refusal_comes_before_any_training(digits, tmp_path):
+    with pytest.raises(ConfigError, match="train.cuda_graph.*CUDA device"):
+        Runner(cfg_for(cuda_graph=True), digits, tmp_path, log=lambda *_: None)
+    res = subprocess.run([sys.executable, "-m", "mr2", "train", "--data", str(digits), "--out", str(tmp_path / "x"),
+                          "--set", "data.name=digits", "--set", "train.cuda_graph=true", "--device", "cpu"],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and "train.cuda_graph" in res.stderr and not (tmp_path / "x" / "checkpoint.pt").exists()
+    with pytest.raises(ConfigError, match="train.cuda_graph.*true or false"):
+        run_config.validate(run_config.deep_merge(run_config.DEFAULTS, {"train": {"cuda_graph": "yes"}}))
 
 
 # ---------------------------------------------------------------- which losses can be captured
