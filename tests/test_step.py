@@ -1,5 +1,5 @@
 """The training step (mr2.engine.step): the graph path's CPU-testable parts, its refusals and
-fallback, and which losses can be captured.
+fallback, which losses can be captured, and the epoch's progress bar.
 
 A CUDA graph cannot be captured on the CPU, so ``capture`` is replaced here by a stand-in that
 records the step and replays it by calling it: everything around the capture (static buffers
@@ -8,8 +8,14 @@ added to in place, warm-up on real steps) then runs for real and must give the e
 exactly. The capture itself is checked on a GPU (tests/test_cuda.py).
 """
 
+import fcntl
+import os
+import pty
+import re
+import struct
 import subprocess
 import sys
+import termios
 
 import pandas as pd
 import pytest
@@ -216,3 +222,44 @@ def test_a_loss_is_capturable_exactly_when_its_step_reads_nothing_on_the_host(me
 def test_ldam_with_deferred_reweighting_is_not_capturable():
     assert build_loss("ldam", 3, 2, class_counts=torch.ones(3)).capturable
     assert not build_loss("ldam", 3, 2, class_counts=torch.ones(3), drw_epoch=5).capturable
+
+
+# ---------------------------------------------------------------- progress bar (issue 19)
+
+
+def train_command(digits, tmp_path):
+    return [sys.executable, "-m", "mr2", "train", "--data", str(digits), "--out", str(tmp_path / "run"), "--device", "cpu",
+            "--threads", "1", "--set", "data.name=digits", "--set", "model.name=mlp", "--set", "train.epochs=2"]
+
+
+def test_progress_bar_with_time_remaining_on_a_terminal(digits, tmp_path):
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a terminal of 24 × 120
+    env = {**os.environ, "TQDM_MININTERVAL": "0"}  # draw on every step, however fast the machine
+    proc = subprocess.Popen(train_command(digits, tmp_path), stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert proc.wait() == 0
+    out = b"".join(chunks).decode(errors="replace")
+    # "epoch 1/2:  40%|████      | 10/25 [00:01<00:01,  9.1step/s]": steps done, elapsed<remaining
+    bars = re.findall(r"epoch (\d)/2: +\d+%\|.*?\| *(\d+)/(\d+) \[\d\d:\d\d<(\d\d:\d\d), ", out)
+    assert {b[0] for b in bars} == {"1", "2"}, out[-2000:]
+    assert any(int(done) < int(total) for _, done, total, _ in bars)
+    assert "epoch 2/2:" in out and "[train]" in out
+
+
+def test_no_progress_bar_in_a_pipe(digits, tmp_path):
+    res = subprocess.run(train_command(digits, tmp_path), capture_output=True, text=True,
+                         env={**os.environ, "TQDM_MININTERVAL": "0"})
+    assert res.returncode == 0, res.stderr
+    assert "\r" not in res.stderr + res.stdout and "step/s" not in res.stderr + res.stdout
+    assert "epoch 2/2:" in res.stdout

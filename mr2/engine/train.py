@@ -31,6 +31,7 @@ from typing import Any, Callable
 import pandas as pd
 import torch
 from torch import nn
+from tqdm import tqdm
 
 from . import augment as aug
 from . import distributed
@@ -65,6 +66,14 @@ def lr_at(step: int, total_steps: int, warmup_steps: int, base_lr: float, min_lr
         return base_lr * (step + 1) / warmup_steps
     t = (step - warmup_steps) / max(1, total_steps - warmup_steps)
     return min_lr + (base_lr - min_lr) * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
+
+
+def epoch_progress(batches, steps: int, desc: str, show: bool):
+    """The epoch's batches, with a progress bar and the time remaining on stderr; only where stderr
+    is a terminal (tqdm's ``disable=None``: logs and pipes stay clean) and ``show`` (rank 0). The bar
+    is cleared when the epoch ends; the epoch's log line follows."""
+    return tqdm(batches, total=steps, desc=desc, unit="step", leave=False, dynamic_ncols=True,
+                disable=None if show else True)
 
 
 class Runner:
@@ -205,7 +214,9 @@ class Runner:
                                  self.batch, self.world)
         order = perm.to(self.device) if self.loss.needs_indices else None  # each batch's indices, sliced below
         self.step.start_epoch()
-        for step, (xb, yb) in enumerate(self.train_src.batches(perm, self.local_batch, drop_last=True)):
+        batches = epoch_progress(self.train_src.batches(perm, self.local_batch, drop_last=True), self.steps_per_epoch,
+                                 f"epoch {epoch + 1}/{tc['epochs']}", self.world.is_main)
+        for step, (xb, yb) in enumerate(batches):
             lr = lr_at(epoch * self.steps_per_epoch + step, self.total_steps, self.warmup_steps, tc["lr"], tc["min_lr"])
             idx = None if order is None else order[step * self.local_batch:(step + 1) * self.local_batch]
             self.step(xb, yb, idx, lr)
