@@ -35,12 +35,30 @@ def test_gpu_check_benchmark_cases_select_what_they_say():
     cases = bench_train().cases
     cuda = torch.device("cuda")  # building the case list needs no GPU
     filters = re.findall(r"--cases (\S+)", GPU_CHECK)
-    assert filters == ["device,mr2", "device,erm", "dataloader,off"]
-    mr2, erm, loader = (cases(cuda, f) for f in filters)
-    assert len(mr2) == 4 and {c[1] for c in mr2} == {"mr2"} and {c[0] for c in mr2} == {"device"}
-    assert {(c[2], c[3]) for c in mr2} == {("off", False), ("off", True), ("bf16", False), ("bf16", True)}
-    assert len(erm) == 4 and {c[1] for c in erm} == {"erm"}
-    assert loader == [("dataloader", "mr2", "off", False)]
+    assert filters == ["device,graph", "device,bf16,eager"]
+    graph, eager = (cases(cuda, f) for f in filters)
+    assert sorted(graph) == sorted(("device", m, amp, "graph") for m in ("erm", "mr2") for amp in ("off", "bf16"))
+    assert sorted(eager) == [("device", "erm", "bf16", "eager"), ("device", "mr2", "bf16", "eager")]
+    assert cases(torch.device("cpu"), "graph") == []  # the CUDA graph needs CUDA
+    assert re.search(r"--concurrent 1 12\b", GPU_CHECK)
+
+
+def test_gpu_check_fits_in_eight_minutes():
+    limits = [int(n) for n in re.findall(r"^step (\d+) ", GPU_CHECK, flags=re.M)]
+    assert len(limits) == 6 and sum(limits) <= 8 * 60, limits
+
+
+def test_concurrent_training_benchmark_reports_the_processes_together(tmp_path):
+    """Two ``python -m mr2 train`` processes at once (a small model on the CPU): one table row."""
+    res = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_train.py"), "--device", "cpu", "--model", "mlp",
+                          "--images", "256", "--batch", "64", "--epochs", "1", "--threads", "1", "--concurrent", "2"],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    rows = [line for line in res.stdout.splitlines() if line.startswith("| 2 |")]
+    assert len(rows) == 1 and rows[0].startswith("| 2 | mr2 | fp32 | eager | "), res.stdout
+    together, wall, epoch_s, table_min = (float(c.replace(",", "")) for c in rows[0].strip("| ").split(" | ")[4:])
+    assert 0 < wall < together and epoch_s == pytest.approx(2 * 50_000 / together, rel=0.01)
+    assert table_min == pytest.approx(6 * 200 * epoch_s / 60, rel=0.01)  # ⌈12/2⌉ waves of 200 epochs
 
 
 def test_loss_benchmark_skips_an_absent_device():

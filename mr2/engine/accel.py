@@ -5,7 +5,9 @@
   (at ``torch.compile()`` or, more often, at the first call, when tracing and code
   generation actually happen);
 - fused optimiser steps on CUDA (one kernel for all parameters); on CPU torch's default
-  (the for-loop implementation) is kept, so CPU runs stay bit-for-bit reproducible.
+  (the for-loop implementation) is kept, so CPU runs stay bit-for-bit reproducible;
+- ``train.cuda_graph``: the whole training step captured in one CUDA graph and replayed
+  (``mr2.engine.step``), with the same fallback to eager execution, with a message.
 
 Host-device synchronisation in a training step (audited; see ``tests/test_speed.py``): the
 MR² loss, its class statistics and the cross-entropy use no ``.item()``, no ``nonzero`` and
@@ -16,7 +18,9 @@ samples alone in their class when measuring deviations (a ``nonzero``), and the 
 term may enumerate its same-class pairs or blocks (``repeat_interleave``). The engine reads its
 per-epoch sums with ``.item()`` once, at the end of the epoch. Known exceptions, outside the MR² path: AutoAugment (``train.auto_augment``)
 groups images by operation on the host; ``center`` uses ``bincount`` (a sync on CUDA);
-``fairdro`` tests ``seen.any()`` on the host; AdamW without ``fused`` reads its step count.
+``fairdro`` tests ``seen.any()`` on the host once per epoch (``on_epoch_start``, outside the
+step); AdamW without ``fused`` reads its step count. A step free of syncs and of data-dependent
+shapes can be captured in a CUDA graph: the losses that cannot set ``ClassLoss.capturable = False``.
 """
 
 from __future__ import annotations
@@ -45,6 +49,12 @@ def optimizer_options(optimizer: type[torch.optim.Optimizer], device: torch.devi
     return {}
 
 
+def failure_summary(exc: Exception) -> str:
+    """``"Type: first line of the message"`` (at most 300 characters of it), for a one-line log."""
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    return f"{type(exc).__name__}: {first}"
+
+
 class CompiledOrEager(nn.Module):
     """``torch.compile(module)``, falling back to ``module`` itself when compiling fails.
 
@@ -67,8 +77,7 @@ class CompiledOrEager(nn.Module):
 
     def _give_up(self, exc: Exception) -> None:
         self._compiled = []
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        self.failure = f"{type(exc).__name__}: {first}"
+        self.failure = failure_summary(exc)
         self._log(f"[train] torch.compile failed ({self.failure}); running uncompiled. "
                   f"Set train.compile=false to skip compiling.")
 

@@ -64,6 +64,7 @@ DEFAULTS: dict[str, Any] = {
         "eval_batch_size": 1024,
         "num_workers": 2,  # DataLoader workers for file-backed datasets
         "compile": False,  # torch.compile the model
+        "cuda_graph": False,  # CUDA only: capture the whole training step in one CUDA graph and replay it (mr2.engine.step)
         "sync_bn": False,  # under torchrun: BatchNorm over the global batch (nn.SyncBatchNorm, CUDA only)
         "upsample_file": None,  # CSV of training indices to up-sample (JTT stage 2; see mr2.upsample)
         "upsample_factor": 1,  # each listed sample appears this many times per epoch (JTT's λ_up)
@@ -88,7 +89,7 @@ INTEGER = {("train", "epochs"): 1, ("train", "batch_size"): 1, ("train", "eval_b
 DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 NON_NEGATIVE = [("train", "weight_decay"), ("train", "warmup_epochs"), ("train", "min_lr"), ("train", "momentum")]
 BOOLEAN = [("train", "nesterov"), ("train", "flip"), ("train", "auto_augment"), ("train", "compile"),
-           ("train", "sync_bn")]
+           ("train", "cuda_graph"), ("train", "sync_bn")]
 # Sub-dicts whose keys are free-form (validated by their own factories).
 OPEN = {("model", "options"), ("method", "options"), ("tags",)}
 

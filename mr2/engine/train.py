@@ -40,6 +40,7 @@ from typing import Any, Callable
 import pandas as pd
 import torch
 from torch import nn
+from tqdm import tqdm
 
 from . import augment as aug
 from . import distributed
@@ -53,6 +54,7 @@ from .loader import Source, in_memory
 from ..method.losses import build_loss, resolve_options
 from .inference import autocast_for, per_class_accuracy, predict, select_device
 from .models import HeadOnly, as_trained_net, build_from_config, freeze_backbone
+from .step import GraphStep, TrainStep
 from .upsample import epoch_index
 
 CHECKPOINT = "checkpoint.pt"
@@ -79,6 +81,14 @@ def lr_at(step: int, total_steps: int, warmup_steps: int, base_lr: float, min_lr
         return base_lr * (step + 1) / warmup_steps
     t = (step - warmup_steps) / max(1, total_steps - warmup_steps)
     return min_lr + (base_lr - min_lr) * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
+
+
+def epoch_progress(batches, steps: int, desc: str, show: bool):
+    """The epoch's batches, with a progress bar and the time remaining on stderr; only where stderr
+    is a terminal (tqdm's ``disable=None``: logs and pipes stay clean) and ``show`` (rank 0). The bar
+    is cleared when the epoch ends; the epoch's log line follows."""
+    return tqdm(batches, total=steps, desc=desc, unit="step", leave=False, dynamic_ncols=True,
+                disable=None if show else True)
 
 
 class Runner:
@@ -144,6 +154,8 @@ class Runner:
         self.local_batch = self.batch // self.world.size  # each rank's share of the global batch
         self.total_steps = self.steps_per_epoch * tc["epochs"]
         self.warmup_steps = int(round(tc["warmup_epochs"] * self.steps_per_epoch))
+        self.aug_gen = torch.Generator(device=self.device)  # augmentation draws, reseeded every epoch
+        self.step = GraphStep(self, self.log) if tc["cuda_graph"] else TrainStep(self)  # mr2.engine.step
 
     # ---------------------------------------------------------------- data transforms
     def normalise(self, x: torch.Tensor) -> torch.Tensor:
@@ -182,14 +194,14 @@ class Runner:
         twin = build_from_config(self.cfg["model"], self.k, self.data.info.input_shape)
         return as_trained_net(twin.to(self.device), self.cfg["train"]["mode"])
 
-    def loss_extras(self, xin: torch.Tensor, perm: torch.Tensor, step: int, views: int) -> dict[str, torch.Tensor]:
+    def loss_extras(self, xin: torch.Tensor, idx: torch.Tensor | None, views: int) -> dict[str, torch.Tensor]:
         """The keyword arguments the loss asks for (``needs_inputs``/``needs_indices``): the batch
-        as the model saw it and each sample's index in the training split."""
+        as the model saw it and each sample's index in the training split (``idx``, per view)."""
         extras = {}
         if self.loss.needs_inputs:
             extras["inputs"] = xin
         if self.loss.needs_indices:
-            extras["indices"] = perm[step * self.local_batch:(step + 1) * self.local_batch].repeat(views).to(self.device)
+            extras["indices"] = idx.repeat(views)
         return extras
 
     # ---------------------------------------------------------------- state
@@ -206,7 +218,7 @@ class Runner:
         seed = epoch_seed(self.cfg["seed"], epoch)
         torch.manual_seed(seed + self.world.rank)  # dropout and any other global-RNG draws
         order_gen = torch.Generator().manual_seed(seed)  # the same order on every rank
-        aug_gen = torch.Generator(device=self.device).manual_seed(seed + self.world.rank)
+        self.aug_gen.manual_seed(seed + self.world.rank)
         self.net.train()
         if self.mode == "linear_probe":
             self.model.backbone.eval()
@@ -214,35 +226,16 @@ class Runner:
         self.loss.on_epoch_start(epoch)
         perm = distributed.shard(self.train_index[torch.randperm(len(self.train_index), generator=order_gen)],
                                  self.batch, self.world)
-        sums: dict[str, torch.Tensor] = {}
-        correct = torch.zeros((), device=self.device)
-        views = self.loss.n_views
-        for step, (xb, yb) in enumerate(self.train_src.batches(perm, self.local_batch, drop_last=True)):
+        order = perm.to(self.device) if self.loss.needs_indices else None  # each batch's indices, sliced below
+        self.step.start_epoch()
+        batches = epoch_progress(self.train_src.batches(perm, self.local_batch, drop_last=True), self.steps_per_epoch,
+                                 f"epoch {epoch + 1}/{tc['epochs']}", self.world.is_main)
+        for step, (xb, yb) in enumerate(batches):
             lr = lr_at(epoch * self.steps_per_epoch + step, self.total_steps, self.warmup_steps, tc["lr"], tc["min_lr"])
-            for group in self.opt.param_groups:
-                group["lr"] = lr
-            xin = torch.cat([self.train_transform(xb, aug_gen) for _ in range(views)])
-            yin = yb.repeat(views)
-            with autocast_for(self.device, self.amp):
-                logits, feats = self.net(xin)
-            extras = self.loss_extras(xin, perm, step, views)
-            if self.world.size > 1:  # every rank evaluates the loss on the global batch (mr2.distributed)
-                logits, feats = (distributed.gather_batch(t.float(), views) for t in (logits, feats))
-                extras = {k: distributed.gather_batch(v, views) for k, v in extras.items()}
-                yb = distributed.gather_batch(yb)
-                yin = yb.repeat(views)
-            out = self.loss(logits, feats, yin, **extras)
-            self.opt.zero_grad(set_to_none=True)
-            out.total.backward()
-            distributed.average_gradients(self.loss.parameters())
-            if tc["grad_clip"]:
-                nn.utils.clip_grad_norm_(self.opt.param_groups[0]["params"], tc["grad_clip"])
-            self.opt.step()
-            for name, value in {"loss": out.total.detach(), **out.parts}.items():
-                sums[name] = sums.get(name, 0) + value.float()
-            correct += (logits[: len(yb)].argmax(1) == yb).sum()
-        stats = {f"train_{k}": (v / self.steps_per_epoch).item() for k, v in sums.items()}
-        stats["train_acc"] = correct.item() / (self.steps_per_epoch * self.batch)
+            idx = None if order is None else order[step * self.local_batch:(step + 1) * self.local_batch]
+            self.step(xb, yb, idx, lr)
+        stats = {f"train_{k}": (v / self.steps_per_epoch).item() for k, v in self.step.sums.items()}
+        stats["train_acc"] = self.step.correct.item() / (self.steps_per_epoch * self.batch)
         stats["lr"] = lr
         return stats
 

@@ -34,6 +34,12 @@ class ClassLoss(nn.Module):
     #: keyword arguments from the engine's training step (LfF: its own model and per-sample EMAs).
     needs_inputs: bool = False
     needs_indices: bool = False
+    #: whether a training step with this loss can be captured in a CUDA graph and replayed
+    #: (``train.cuda_graph``): on CUDA its forward, backward and state updates read no value on
+    #: the host and have shapes that do not depend on the data, and nothing the step does depends
+    #: on Python state that changes between steps or epochs (a graph replays what was captured).
+    #: Losses that break this set it to False, so the engine refuses the key by the method's name.
+    capturable: bool = True
 
     def on_epoch_start(self, epoch: int) -> None:
         """Called by the engine before each training epoch (e.g. to reset per-epoch state)."""

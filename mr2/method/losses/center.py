@@ -48,6 +48,8 @@ class CenterLoss(ClassLoss):
         alpha: α, the centre learning rate of the paper's update rule (0.5).
     """
 
+    capturable = False  # ``bincount`` of the labels reads their maximum on the host on CUDA
+
     def __init__(self, num_classes: int, feature_dim: int, lam: float = 0.003, alpha: float = 0.5) -> None:
         super().__init__()
         if not lam >= 0:

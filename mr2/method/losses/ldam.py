@@ -81,6 +81,7 @@ class LDAMLoss(ClassLoss):
         self.register_buffer("margins", ldam_margins(counts, float(max_margin)).float())
         self.register_buffer("drw_weights", effective_number_weights(counts, float(drw_beta)).float())
         self.drw_active = False
+        self.capturable = drw_epoch is None  # DRW switches the loss's branch at an epoch; a graph replays one branch
 
     def on_epoch_start(self, epoch: int) -> None:
         """Switch the DRW class weights on from epoch ``drw_epoch`` on (never when it is None)."""
