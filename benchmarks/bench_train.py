@@ -215,6 +215,7 @@ def concurrent_runs(n: int, args, prepared: Path, n_train: int, work: Path) -> d
     amp, run = ("bf16", "graph") if cuda else ("off", "eager")
     cfg = run_config_for("mr2", args.device, amp, run, args.batch, args.model)
     cfg["train"]["epochs"], cfg["threads"] = 1 + args.epochs, args.threads
+    cfg["data"]["val_fraction"] = 0.0  # as prepared_copy wrote the file (training checks the match)
     save_yaml(cfg, work / f"n{n}.yaml")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     outs = [work / f"n{n}_{i}" for i in range(n)]
