@@ -119,7 +119,7 @@ def test_killed_training_job_resumes_when_the_workflow_is_rerun(smoke_workdir):
         (smoke_workdir / f).unlink()
     dry = run_snakemake(smoke_workdir, outputs[0], "-n", "-p", *SMOKE)
     line = next(line for line in (dry.stdout + dry.stderr).splitlines() if " train --config " in line)
-    cmd = shlex.split(line[line.index("'python'"):].split(" > ")[0])  # the rule's command, output to us
+    cmd = shlex.split(line[line.index("python -m mr2 train"):].split(" > ")[0])  # the rule's command, output to us
     proc = subprocess.Popen(cmd, cwd=smoke_workdir, stdout=subprocess.PIPE, text=True,
                             env={**pipeline_env(), "PYTHONUNBUFFERED": "1"})
     for line in proc.stdout:
@@ -197,15 +197,15 @@ def test_bad_config_fails_when_parsed_naming_the_key(tmp_path, case, dry):
     nothing_written(workdir)
 
 
-def test_missing_dataset_fails_in_the_first_job_naming_it(tmp_path):
+def test_missing_dataset_fails_in_its_config_job_naming_it(tmp_path):
     workdir = workdir_with_configs(tmp_path / "wd")
     change = {"datasets": {"cifar100": {"data": {"name": "cifar100", "root": "/nonexistent/cifar"}}}}
     args = with_change(workdir, change)
-    assert "check_config" in run_snakemake(workdir, *args, "-n").stdout  # a dry run needs no data
+    assert "data_config" in run_snakemake(workdir, *args, "-n").stdout  # a dry run needs no data
     res = run_snakemake(workdir, *args, check=False)
     assert res.returncode != 0
-    log = (workdir / "results" / "logs" / "check_config.log").read_text()
-    assert "/nonexistent/cifar" in log and "data config results/data/cifar100.yaml" in log
+    log = (workdir / "results" / "logs" / "data_config" / "cifar100.log").read_text()
+    assert "/nonexistent/cifar" in log and len(log.strip().splitlines()) == 1 and "Traceback" not in log
     assert not (workdir / "results" / "data" / "cifar100.pt").exists()
     assert not list((workdir / "results").rglob("model.pt"))
 
@@ -224,7 +224,7 @@ def test_values_given_with_config_are_typed(tmp_path, args):
     if "lam: 0.3" in args[1]:
         run_snakemake(workdir, "results/runs/fashion_mnist/mr2/default/seed0/run.yaml", *SMOKE, *args)
         written = yaml.safe_load((workdir / "results/runs/fashion_mnist/mr2/default/seed0/run.yaml").read_text())
-        assert written["method"]["options"] == {"lam": 0.3}
+        assert written["method"]["options"]["lam"] == 0.3 and written["method"]["options"]["c_bar"] == 1.0
 
 
 def test_yaml_1_1_numbers_in_a_file_are_numbers(tmp_path):
@@ -250,7 +250,7 @@ def test_cpu_only_steps_stay_off_the_cluster():
     Snakemake runs (localrules), and the profile names no empty account."""
     text = "".join(p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk"))
     local = set(re.findall(r"^\s{4}(\w+),$", text, re.M))
-    assert {"aggregate", "results_table", "figures", "analysis", "theory_bound", "report", "check_config",
+    assert {"aggregate", "results_table", "figures", "analysis", "theory_bound", "report", "pipeline_config",
             "run_config", "data_config"} <= local
     assert {"train", "evaluate", "prepare", "jtt_stage1"}.isdisjoint(local)
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())

@@ -4,6 +4,8 @@ easy/medium/hard groups, the figure, the generated sentence and the report's sec
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import matplotlib.colors
 import numpy as np
 import pandas as pd
@@ -140,7 +142,8 @@ def test_sentence_names_both_ends_with_numbers_and_intervals():
 
 def test_report_has_the_regime_section_only_with_regimes(tmp_path):
     def report(t):
-        return write_report(t, "| table |", {}, tmp_path / "report.md", tmp_path, {"seeds": list(rd.SEEDS)})
+        captions = Path(__file__).resolve().parents[1] / "workflow" / "report"
+        return write_report(t, "| table |", {}, tmp_path / "report.md", captions, {"seeds": list(rd.SEEDS)})
 
     text = report(regime_tables())
     section = text[text.index("## Training regime"):]
