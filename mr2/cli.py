@@ -10,6 +10,7 @@
   mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2]
   mr2 analysis --tables results/tables --out results/analysis   (does the premise hold?)
   mr2 report   --tables results/tables --figures results/figures --config <pipeline config> --out results/report.md
+  mr2 readme   --tables results/tables --name default   (the README's generated results table)
 
 ``mr2`` is the installed console script; ``python -m mr2`` is the same. Every step resolves and
 checks its config before any long work starts and writes its outputs atomically. Bad input (a config
@@ -99,6 +100,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", default="erm", help="the reference method (ERM)")
     p.add_argument("--out", required=True, help="the report (Markdown)")
     p.add_argument("--html", default=None, help="also write the report as one self-contained HTML page")
+    p = sub.add_parser("readme", help="keep a run's results table in docs/results/<name>/ and show it in the README")
+    p.add_argument("--tables", required=True, help="the tables folder of the run (with results.csv and results.md)")
+    p.add_argument("--name", required=True, help="the README block to fill: <!-- results:<name> -->")
+    p.add_argument("--readme", default="README.md", help="the README to update (default: README.md)")
     return ap
 
 
@@ -208,6 +213,11 @@ def results_step(args) -> None:
         t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
         made = make_figures(t, t["groups"], args.out, reference=args.reference, sweep_method=args.sweep_method)
         print(f"[figures] {len(made)} figures -> {args.out}")
+    elif args.step == "readme":
+        from .results.readme import update_readme
+
+        folder = update_readme(args.tables, args.name, args.readme, Path(args.readme).parent)
+        print(f"[readme] {args.readme}: block {args.name} from {folder}")
     elif args.step == "analysis":
         from .results.premise_figures import write_analysis
 

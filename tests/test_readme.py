@@ -1,0 +1,43 @@
+"""The README's result tables are generated: each block equals a results table the pipeline wrote
+(kept in docs/results/<name>/), and that Markdown equals what the code makes of its CSV."""
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mr2.results.readme import readme_blocks, snapshot_markdown, update_readme
+from mr2.results.tables import write_results_table
+
+ROOT = Path(__file__).resolve().parents[1]
+BLOCKS = readme_blocks((ROOT / "README.md").read_text())
+
+
+def test_the_readme_shows_the_default_run_and_the_convergence_check():
+    assert {"default", "convergence"} <= set(BLOCKS)
+
+
+@pytest.mark.parametrize("name", sorted(BLOCKS))
+def test_each_block_is_the_table_the_pipeline_wrote(name):
+    folder = ROOT / "docs" / "results" / name
+    md = (folder / "results.md").read_text().strip("\n")
+    assert BLOCKS[name] == md
+    assert snapshot_markdown(folder / "results.csv").strip("\n") == md  # the Markdown is the CSV's
+
+
+def test_update_readme_fills_one_block_and_keeps_the_rest(tmp_path):
+    table = pd.DataFrame([{"dataset": "d", "method": "erm", "variant": "default", "n_seeds": 2, "n_paired": 0,
+                           "all_mean": 81.25, "all_std": 0.5, "all_diff": float("nan"), "all_diff_lo": float("nan"),
+                           "all_diff_hi": float("nan")}])
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    write_results_table(table, tables / "results.csv", tables / "results.md")
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- results:x -->\nold\n<!-- /results:x -->\nafter\n")
+    update_readme(tables, "x", readme, tmp_path)
+    text = readme.read_text()
+    assert text.startswith("intro\n") and text.endswith("after\n") and "old" not in text
+    assert readme_blocks(text)["x"] == (tmp_path / "docs/results/x/results.md").read_text().strip("\n")
+    assert "81.2 ± 0.5" in text or "81.3 ± 0.5" in text
+    with pytest.raises(ValueError, match="no block"):
+        update_readme(tables, "y", readme, tmp_path)
