@@ -21,6 +21,16 @@ def sync_free_paths(monkeypatch):
     monkeypatch.setattr(hostsync, "host_reads_are_free", lambda device: False)
 
 
+@pytest.fixture(scope="session")
+def digits(tmp_path_factory):
+    """scikit-learn's digits as a prepared dataset file (the engine tests' small real data)."""
+    from mr2.engine.data import prepare_dataset
+
+    path = tmp_path_factory.mktemp("data") / "digits.pt"
+    prepare_dataset({"name": "digits"}, path)
+    return path
+
+
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 
 

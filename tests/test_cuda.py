@@ -17,7 +17,6 @@ from test_losses import assert_same_steps, mr2_steps
 from test_step import loss_steps
 
 from mr2.engine import config as run_config
-from mr2.engine.data import prepare_dataset
 from mr2.engine.step import capture, on_stream
 from mr2.engine.train import train
 from mr2.method.losses.factory import METHODS
@@ -29,13 +28,6 @@ pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUD
 @pytest.mark.parametrize("method", ["mr2", "mr2_uniform", "mr2_no_rep"])
 def test_cuda_loss_equals_cpu_loss(k, b, method):
     assert_same_steps(mr2_steps(method, k, b, 32, device="cuda"), mr2_steps(method, k, b, 32))
-
-
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory):
-    path = tmp_path_factory.mktemp("data") / "digits.pt"
-    prepare_dataset({"name": "digits", "val_fraction": 0.1}, path)
-    return path
 
 
 @pytest.mark.parametrize("method,amp,tol", [("erm", "off", 1e-4), ("mr2", "off", 1e-4), ("mr2", "bf16", 1e-2)])

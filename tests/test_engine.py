@@ -5,8 +5,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -19,13 +17,6 @@ from mr2.results.groups import difficulty_groups, group_accuracy
 from mr2.engine.train import lr_at, train
 
 QUICK = {"train": {"epochs": 4, "batch_size": 64, "lr": 0.05, "warmup_epochs": 0.5, "flip": False, "crop_padding": 1}}
-
-
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory):
-    path = tmp_path_factory.mktemp("data") / "digits.pt"
-    prepare_dataset({"name": "digits", "val_fraction": 0.1}, path)
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ import results_data as syn
 from mr2.results import figures as F
 from mr2.results import plotting, regimes
 from mr2.results import groups as G
-from mr2.results import statistics as S
 from mr2.results import tables as R
 
 

@@ -15,7 +15,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from mr2.engine import config as run_config
 from mr2.engine.config import ConfigError
-from mr2.engine.data import load_prepared, prepare_dataset
+from mr2.engine.data import load_prepared
 from mr2.engine.evaluate import evaluate
 from mr2.engine.jtt import error_set, stage1_config, stage2_config
 from mr2.method.losses import METHODS, NEEDS_MODEL, build_loss
@@ -200,13 +200,6 @@ def test_error_file_is_checked_against_the_training_split(tmp_path):
 
 QUICK = {"train": {"epochs": 5, "batch_size": 64, "lr": 0.05, "warmup_epochs": 0.5, "flip": False,
                    "crop_padding": 1, "shift": 1}}
-
-
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory):
-    path = tmp_path_factory.mktemp("data") / "digits.pt"
-    prepare_dataset({"name": "digits", "val_fraction": 0.1}, path)
-    return path
 
 
 def cfg_for(method, options=None, **extra):
@@ -404,7 +397,6 @@ def tables_with_baselines():
 
 def test_report_says_for_each_baseline_whether_it_trades_easy_for_hard():
     from mr2.results import groups as G
-    from mr2.results import tables as R
     from mr2.results.report import findings
 
     per_class, runs = tables_with_baselines()

@@ -41,3 +41,15 @@ def test_update_readme_fills_one_block_and_keeps_the_rest(tmp_path):
     assert "81.2 ± 0.5" in text or "81.3 ± 0.5" in text
     with pytest.raises(ValueError, match="no block"):
         update_readme(tables, "y", readme, tmp_path)
+
+
+def test_the_own_loop_snippet_runs_as_written():
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    code = re.search(r"<!-- snippet:own-loop -->\n```python\n(.*?)```\n<!-- /snippet:own-loop -->", text, re.S).group(1)
+    scope: dict = {}
+    exec(compile(code, "README snippet", "exec"), scope)  # noqa: S102 - our own README
+    gamma = scope["criterion"].margins()
+    assert gamma.shape == (10,) and abs(float(gamma.mean()) - 1.0) < 1e-5  # Corollary 1 keeps the mean at c̄
+    assert scope["criterion"].stats.count.sum() == 20 * 32  # every sample merged into the statistics

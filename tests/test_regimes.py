@@ -8,7 +8,6 @@ from pathlib import Path
 
 import matplotlib.colors
 import numpy as np
-import pandas as pd
 import pytest
 from scipy import stats
 

@@ -74,13 +74,6 @@ def stop_after_epoch(n: int):
 
 
 @pytest.fixture(scope="module")
-def digits(tmp_path_factory):
-    path = tmp_path_factory.mktemp("data") / "digits.pt"
-    prepare_dataset({"name": "digits"}, path)
-    return path
-
-
-@pytest.fixture(scope="module")
 def other_digits(tmp_path_factory):
     """The digits prepared with other data settings (another split seed)."""
     path = tmp_path_factory.mktemp("data") / "digits_split1.pt"

@@ -16,7 +16,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from mr2.engine import accel
 from mr2.method import hostsync
 from mr2.engine import config as run_config
-from mr2.engine.data import prepare_dataset
 from mr2.method.losses import build_loss
 from mr2.engine.train import Runner, train
 
@@ -74,13 +73,6 @@ def test_mr2_loss_step_has_no_host_sync(method, k, gen, sync_free_paths):
             out.total.backward()
             loss.class_summary()
     assert not rec.counts, dict(rec.counts)
-
-
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory):
-    path = tmp_path_factory.mktemp("data") / "digits.pt"
-    prepare_dataset({"name": "digits", "val_fraction": 0.1}, path)
-    return path
 
 
 def quick_cfg(**train_keys):

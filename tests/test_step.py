@@ -26,17 +26,9 @@ from test_speed import SyncRecorder
 from mr2.engine import config as run_config
 from mr2.engine import step as step_mod
 from mr2.engine.config import ConfigError
-from mr2.engine.data import prepare_dataset
 from mr2.engine.train import Runner, train
 from mr2.method.losses import build_loss
 from mr2.method.losses.factory import METHODS
-
-
-@pytest.fixture(scope="module")
-def digits(tmp_path_factory):
-    path = tmp_path_factory.mktemp("data") / "digits.pt"
-    prepare_dataset({"name": "digits", "val_fraction": 0.1}, path)
-    return path
 
 
 def cfg_for(method="mr2", **train_keys):

@@ -32,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
+    from mr2.results.plotting import save_figure
+
     from . import pipeline
 
     try:
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         table = pipeline.bound_table(runs, per_class, norm=args.norm, c=args.c, delta=args.delta)
         pipeline.write_text(table.to_csv(index=False), args.out)
         if args.figure:
-            pipeline.save_figure(pipeline.plot_bound_terms(table), args.figure)
+            save_figure(pipeline.plot_bound_terms(table), args.figure)
         if args.markdown:
             pipeline.write_text(pipeline.bound_markdown(table), args.markdown)
     except (ValueError, FileNotFoundError) as exc:

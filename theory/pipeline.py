@@ -32,7 +32,7 @@ from mr2.common.io import save_text
 from mr2.common.runs import DEFAULT_VARIANT, RUN_KEYS, run_label
 from mr2.results.figures import sweep_members
 from mr2.results.groups import class_names
-from mr2.results.plotting import class_axis, class_axis_width, method_colour, save_figure, symbol, value_ticks
+from mr2.results.plotting import class_axis, class_axis_width, method_colour, symbol, value_ticks
 
 from .bound import NORMS, augmented_variability, bound_from_summary, complexity_term, trained_margins
 

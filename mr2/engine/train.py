@@ -35,7 +35,7 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 import torch
