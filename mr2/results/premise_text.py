@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..common.runs import DEFAULT_VARIANT
+from ..common.runs import DEFAULT_VARIANT, run_label
 from .plotting import caption
 from .premise_tables import EQUAL_CV, EXPLORATORY_OPTIONS, FIGURE_NAMES, NORMS, PARTS, SYMBOLS, read_analysis
 from .statistics import LEVEL
@@ -23,9 +23,7 @@ def is_exploratory(variant: str) -> bool:
 
 def label(method: str, variant: str) -> str:
     """``mr2`` for the default variant, ``mr2 (statistic=spread, exploratory)`` for ours."""
-    if variant == DEFAULT_VARIANT:
-        return method
-    return f"{method} ({variant}, exploratory)" if is_exploratory(variant) else f"{method} ({variant})"
+    return f"{method} ({variant}, exploratory)" if is_exploratory(variant) else run_label(method, variant)
 
 
 def lookup(summary: pd.DataFrame, dataset: str, method: str, variant: str, x: str, y: str,

@@ -90,7 +90,7 @@ def typed(value):
 def check_cross_keys():
     """Checks across keys that the schema cannot express, each error naming the key."""
     methods = config["methods"]
-    sweep_method = config["sweeps"].get("method", "mr2")
+    sweep_method = config["sweeps"]["method"]
     swept = [key for key in config["sweeps"] if key != "method"]
     if config["reference"] not in methods:
         raise PipelineConfigError(f"config key 'reference': {config['reference']!r} is not in 'methods' {methods}")
@@ -139,7 +139,7 @@ def sweep_variants():
 config.update(typed(dict(config)))
 validate(config, schema="../schemas/config.schema.yaml")
 check_cross_keys()
-SWEEP_METHOD = config["sweeps"].get("method", "mr2")
+SWEEP_METHOD = config["sweeps"]["method"]
 REFERENCE = config["reference"]
 
 
