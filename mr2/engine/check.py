@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..common.io import load_yaml, save_yaml
+from ..common.io import save_yaml
 from ..method.losses.factory import check_options
 from . import config as config_mod
 from . import jtt
@@ -21,16 +21,10 @@ from .data import check_available
 from .inference import select_device
 
 
-def settings(text: str, what: str) -> dict[str, Any]:
-    loaded = load_yaml(text) or {}
-    if not isinstance(loaded, dict):
-        raise config_mod.ConfigError(f"the {what} settings must be a mapping")
-    return loaded
-
-
 def resolve_run(text: str) -> dict[str, Any]:
     """The resolved config of a run's settings (YAML text), every part of it checked."""
-    cfg = config_mod.validate(config_mod.deep_merge(config_mod.DEFAULTS, settings(text, "run")))
+    settings = config_mod.load_mapping(text, "the run settings")
+    cfg = config_mod.validate(config_mod.deep_merge(config_mod.DEFAULTS, settings))
     cfg["method"]["options"] = check_options(cfg["method"]["name"], cfg["method"]["options"])
     select_device(cfg["device"])
     if cfg["method"]["name"] == "jtt":
@@ -40,7 +34,7 @@ def resolve_run(text: str) -> dict[str, Any]:
 
 def resolve_data(text: str) -> dict[str, Any]:
     """``{"data": <resolved data config>}`` of a dataset's settings (YAML text); its files present."""
-    loaded = settings(text, "data")
+    loaded = config_mod.load_mapping(text, "the data settings")
     if not isinstance(loaded.get("data"), dict):
         raise config_mod.ConfigError("the data settings must hold a 'data' mapping")
     return {"data": check_available(loaded["data"])}

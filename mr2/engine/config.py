@@ -127,6 +127,15 @@ def _parse_yaml(text: str, where: str):
         raise ConfigError(f"{where} is not valid YAML ({problem})") from None
 
 
+def load_mapping(text: str, where: str) -> dict:
+    """The mapping that the YAML ``text`` holds (empty text: {}); a ``ConfigError`` naming ``where``
+    in one line for a YAML error or anything but a mapping."""
+    loaded = _parse_yaml(text, where) or {}
+    if not isinstance(loaded, dict):
+        raise ConfigError(f"{where} must hold a mapping")
+    return loaded
+
+
 def parse_set(items: list[str]) -> dict:
     """``["train.epochs=3", "method.options.lam=0.5"]`` -> nested dict (values parsed as YAML)."""
     out: dict = {}
@@ -190,9 +199,6 @@ def resolve(files: list[str | Path] = (), sets: list[str] = (), base: dict | Non
         path = Path(f)
         if not path.is_file():
             raise ConfigError(f"config file not found: {path}")
-        loaded = _parse_yaml(path.read_text(), f"config file {path}") or {}
-        if not isinstance(loaded, dict):
-            raise ConfigError(f"config file {path} must hold a mapping")
-        cfg = deep_merge(cfg, loaded)
+        cfg = deep_merge(cfg, load_mapping(path.read_text(), f"config file {path}"))
     cfg = deep_merge(cfg, parse_set(list(sets)))
     return validate(cfg)
