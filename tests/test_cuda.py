@@ -10,6 +10,8 @@ pandas, PyYAML, tqdm and scikit-learn (the digits data), so it runs on a bare GP
 (``scripts/gpu_check.sh``).
 """
 
+import threading
+
 import pandas as pd
 import pytest
 import torch
@@ -52,6 +54,65 @@ def test_cuda_graph_training_equals_eager_training(digits, tmp_path, method, amp
                 torch.testing.assert_close(state_g[part][key], value, rtol=tol, atol=tol, msg=f"{part}.{key}")
             else:
                 assert torch.equal(state_g[part][key], value), key
+
+
+def test_cuda_graph_trains_on_a_file_backed_split(tmp_path):
+    """Image files decoded by DataLoader workers, whose pin-memory thread allocates pinned memory
+    while the step is captured: the capture must not fail (it restricts only its own thread)."""
+    pytest.importorskip("PIL")
+    from test_data import write_image_folder
+
+    from mr2.engine.data import prepare_dataset
+
+    write_image_folder(tmp_path / "imgs", per_class=(24, 4))  # 72 training images of 3 classes
+    data_cfg = {"name": "image_folder", "root": str(tmp_path / "imgs"), "image_size": 12}
+    prepare_dataset(data_cfg, tmp_path / "files.pt")
+    cfg = run_config.deep_merge(run_config.DEFAULTS, {
+        "data": data_cfg, "model": {"name": "small_cnn", "options": {"width": 8}}, "method": {"name": "mr2"},
+        "device": "cuda", "train": {"epochs": 2, "batch_size": 8, "num_workers": 2, "cuda_graph": True}})
+    messages = []
+    train(cfg, tmp_path / "files.pt", tmp_path / "run", log=messages.append)
+    assert not any("capture failed" in m for m in messages), messages
+    log = pd.read_csv(tmp_path / "run" / "epochs.csv").query("name == 'train_loss'")
+    assert len(log) == 2 and log["value"].notna().all()
+
+
+def test_capture_goes_on_while_another_thread_pins_memory_and_copies():
+    """What a DataLoader's pin-memory thread does (pinned allocations, whose reuse queries CUDA
+    events), here with copies to the GPU on its own stream, all during a long capture."""
+    x = torch.ones(1 << 16, device="cuda")
+    stream, copies = torch.cuda.Stream(), torch.cuda.Stream()
+    target = torch.empty(1 << 20, device="cuda")
+    stop, errors = threading.Event(), []
+
+    def pin_and_copy():
+        n = 0
+        try:
+            with torch.cuda.stream(copies):
+                while not stop.is_set():
+                    target[: 1 << (8 + n % 12)].copy_(torch.rand(1 << (8 + n % 12)).pin_memory(), non_blocking=True)
+                    n += 1
+        except Exception as exc:  # noqa: BLE001 - the test's finding
+            errors.append(exc)
+
+    def run():
+        for _ in range(3000):
+            x.add_(1.0)
+
+    with on_stream(stream):
+        run()
+    opt = torch.optim.SGD([torch.zeros(1, device="cuda", requires_grad=True)], lr=0.1)
+    worker = threading.Thread(target=pin_and_copy)
+    worker.start()
+    try:
+        replay = capture(run, stream, [], opt)
+    finally:
+        stop.set()
+        worker.join()
+    assert not errors, errors
+    replay()
+    torch.cuda.synchronize()
+    assert torch.equal(x, torch.full_like(x, 6001.0))  # 1 + warm-up (3000) + one replay (3000)
 
 
 # last in this file: a failed capture is the one case that leaves a capture stream behind

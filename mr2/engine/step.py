@@ -131,7 +131,10 @@ def capture(fn: Callable[[], None], stream: torch.cuda.Stream, generators: list[
 
     ``generators`` are registered with the graph (the default CUDA generator always is), so each
     replay draws fresh numbers. Optimisers with a ``capturable`` flag (AdamW) have it set while
-    capturing, as torch asks; the fused steps the engine uses on CUDA keep their state on the device."""
+    capturing, as torch asks; the fused steps the engine uses on CUDA keep their state on the device.
+    The capture restricts CUDA calls of this thread only (``capture_error_mode="thread_local"``):
+    a DataLoader's pin-memory thread (file-backed datasets) may allocate pinned memory meanwhile,
+    which under torch's default ("global") would break the capture and poison that thread."""
     graph = torch.cuda.CUDAGraph()
     for gen in generators:
         graph.register_generator_state(gen)
@@ -140,7 +143,7 @@ def capture(fn: Callable[[], None], stream: torch.cuda.Stream, generators: list[
     try:
         for g in groups:
             g["capturable"] = True
-        with torch.cuda.graph(graph, stream=stream):
+        with torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local"):
             fn()
     finally:
         for g, flag in zip(groups, before):
