@@ -202,3 +202,86 @@ def test_results_folder_resolves_from_the_repository_root(tmp_path, monkeypatch)
         R.results_folder()
     with pytest.raises(FileNotFoundError, match="no repository root"):
         R.results_folder(start="/")
+
+
+# ----------------------------------------------------------------------------- the report's findings
+def findings_text(t):
+    from mr2.results.report import findings
+
+    return "\n".join(findings(t["per_class"], t["runs"], G.difficulty_table(t["per_class"])))
+
+
+def claim_line(text):
+    return next(line for line in text.splitlines() if line.startswith("- The paper's claim"))
+
+
+def test_the_claim_takes_overall_accuracy_as_top1():
+    """On an unbalanced test set top-1 and the mean per-class accuracy part ways: MR²'s hard-class
+    gain raises the mean per-class accuracy, but its top-1 is lowered here; the claim then fails."""
+    t = syn.tables(methods=("erm", "mr2"), noise=0.002)
+    assert "**supported**" in claim_line(findings_text(t))
+    runs = t["runs"].copy()
+    runs.loc[runs["method"] == "mr2", "top1"] -= 0.02
+    text = findings_text({**t, "runs": runs})
+    assert "**not supported**" in claim_line(text)
+    assert "overall top-1 -0.7 points" in text and "all classes (mean per-class) +1.3 points" in text
+
+
+def test_the_claim_is_undetermined_with_one_seed_and_absent_without_a_common_seed():
+    t = syn.tables(methods=("erm", "mr2"), seeds=(0,))
+    assert "**undetermined**" in claim_line(findings_text(t))
+    t = syn.tables(methods=("erm", "mr2"), seeds=(0, 1, 2))
+    keep = ((t["per_class"]["method"] == "erm") & (t["per_class"]["seed"] < 2)) | (
+        (t["per_class"]["method"] == "mr2") & (t["per_class"]["seed"] == 2))
+    runs_keep = ((t["runs"]["method"] == "erm") & (t["runs"]["seed"] < 2)) | (
+        (t["runs"]["method"] == "mr2") & (t["runs"]["seed"] == 2))
+    text = findings_text({**t, "per_class": t["per_class"][keep], "runs": t["runs"][runs_keep]})
+    assert "MR² and ERM share no seed here" in text and "The paper's claim" not in text
+
+
+def test_the_cifar100_comparison_with_the_paper_takes_the_default_variants():
+    t = syn.tables(datasets=("cifar100",), methods=("erm", "mr2"), sweeps=("lam=1.0",), noise=0.0)
+    line = next(s for s in findings_text(t).splitlines() if "paper's CIFAR-100 numbers" in s)
+    default = t["per_class"].query("method == 'mr2' and variant == 'default'")["accuracy"].mean() * 100
+    assert f"MR2 all {default:.1f} (paper 71.8)" in line
+
+
+def test_report_findings_with_two_classes():
+    """K = 2: one hard and one medium class, no easy group; the sentences leave easy classes out."""
+    rng = np.random.default_rng(0)
+    rows, runs = [], []
+    for method, gain in (("erm", 0.0), ("mr2", 0.05), ("dro", 0.05)):
+        for seed in range(3):
+            acc = np.array([0.6 + gain, 0.9]) + rng.normal(0, 0.005, 2)
+            rows += [{"dataset": "two", "method": method, "variant": "default", "seed": seed, "class": c,
+                      "accuracy": acc[c]} for c in range(2)]
+            runs.append({"dataset": "two", "method": method, "variant": "default", "seed": seed, "top1": acc.mean()})
+    text = findings_text({"per_class": pd.DataFrame(rows), "runs": pd.DataFrame(runs)})
+    assert "hard classes +5.0 points" in text and "easy classes" not in text.split("\n")[1]
+    assert "**supported**" in claim_line(text)
+
+
+def test_classes_without_test_samples_are_in_no_group():
+    ref = pd.DataFrame({"class": range(9), "accuracy": [0.1, np.nan, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, np.nan]})
+    groups = G.difficulty_groups(ref)
+    assert set(groups.index) == {0, 2, 3, 4, 5, 6, 7}
+    assert groups.value_counts().to_dict() == {"hard": 3, "medium": 2, "easy": 2}
+
+
+def test_held_out_groups_remove_the_regression_to_the_mean():
+    """A method equal to ERM in distribution (both pure noise around the same per-class accuracy):
+    ranked on the compared ERM runs it gains on hard classes and loses on easy ones; with each
+    seed's groups ranked on the other seeds' ERM runs the two effects vanish (mean over 40 sets)."""
+    rng = np.random.default_rng(0)
+    same, held = [], []
+    for _ in range(40):
+        rows = [{"dataset": "d", "method": m, "variant": "default", "seed": s, "class": c,
+                 "accuracy": 0.7 + rng.normal(0, 0.05)} for m in ("erm", "twin") for s in range(4) for c in range(30)]
+        per_class = pd.DataFrame(rows)
+        for out, per_run in ((same, G.run_group_accuracy(per_class, G.difficulty_table(per_class))),
+                             (held, G.held_out_group_accuracy(per_class))):
+            d = R.paired(per_run, "d", "twin", "erm", "hard")["diff"] - R.paired(per_run, "d", "twin", "erm", "easy")["diff"]
+            out.append(d)
+    assert np.mean(same) > 3.0  # points: hard − easy difference made by noise alone
+    assert abs(np.mean(held)) < 1.0
+    assert G.held_out_group_accuracy(per_class[per_class["seed"] == 0]).empty

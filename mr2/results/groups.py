@@ -16,10 +16,11 @@ def difficulty_groups(reference: pd.DataFrame) -> pd.Series:
     the lowest third is "hard", the middle "medium", the highest "easy". When K is not a
     multiple of 3 the extra classes go to the hard, then the medium group
     (``numpy.array_split``); ties are broken by class index. The same split is used for
-    every method. ``reference`` has columns ``class`` and ``accuracy`` (one row per class
-    and seed). Returns a Series class -> group.
+    every method. Classes without test samples (accuracy NaN in every seed) are ranked in no
+    group and take no share of the thirds. ``reference`` has columns ``class`` and ``accuracy``
+    (one row per class and seed). Returns a Series class -> group.
     """
-    mean = reference.groupby("class")["accuracy"].mean()
+    mean = reference.groupby("class")["accuracy"].mean().dropna()
     order = mean.reset_index().sort_values(["accuracy", "class"], kind="stable")["class"].to_numpy()
     groups = pd.Series(index=pd.Index(order, name="class"), dtype=object)
     for name, part in zip(("hard", "medium", "easy"), np.array_split(order, 3)):
@@ -79,3 +80,24 @@ def run_group_accuracy(per_class: pd.DataFrame, groups: pd.DataFrame) -> pd.Data
             raise ValueError(f"no easy/medium/hard groups for dataset {dataset!r}")
         out.append(group_accuracy(frame, g))
     return pd.concat(out, ignore_index=True)
+
+
+def held_out_group_accuracy(per_class: pd.DataFrame, reference: str = "erm",
+                            variant: str = DEFAULT_VARIANT) -> pd.DataFrame:
+    """A row per run, as ``run_group_accuracy``, with each seed's groups ranked on the reference's
+    runs of the *other* seeds (cross-fitting).
+
+    Ranking the classes on the same reference runs that every difference is then taken against
+    carries a regression to the mean: a class lands in "hard" partly by the reference's bad luck
+    on it, so any method, even one equal to the reference in distribution, looks better than the
+    reference on hard classes and worse on easy ones. Groups ranked on independent seeds have no
+    such bias. Seeds whose dataset has no reference run of another seed get no row (one seed: empty).
+    """
+    keys = ["dataset", "method", "variant", "seed"]
+    ref = per_class[(per_class["method"] == reference) & (per_class["variant"] == variant)]
+    out = []
+    for (dataset, seed), frame in per_class.groupby(["dataset", "seed"], sort=False):
+        others = ref[(ref["dataset"] == dataset) & (ref["seed"] != seed)]
+        if not others.empty:
+            out.append(group_accuracy(frame, difficulty_groups(others)))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=keys + ["all", "worst"])

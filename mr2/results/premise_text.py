@@ -46,7 +46,7 @@ def format_rho(row: dict[str, Any] | None, level: float = LEVEL) -> str:
     if row is None:
         return "not measured"
     if not row["n_defined"]:
-        return "undefined (one side is constant across classes)"
+        return "undefined (fewer than 3 classes, or one side is constant across classes)"
     if pd.isna(row["rho_lo"]):
         return f"{row['rho_mean']:+.2f} [no interval: {int(row['n_defined'])} seed]"
     return (f"{row['rho_mean']:+.2f} [{percent(level)} CI {row['rho_lo']:+.2f}, {row['rho_hi']:+.2f}; "
@@ -85,7 +85,7 @@ def _epoch_sentence(summary: pd.DataFrame, dataset: str, method: str, variant: s
     """How ρ(ERM error, running γ_k) evolves over training."""
     part = summary[(summary["dataset"] == dataset) & (summary["method"] == method) & (summary["variant"] == variant)
                    & (summary["source"] == "epoch") & (summary["x"] == "erm_error") & (summary["y"] == "gamma")]
-    part = part.dropna(subset=["epoch"]).sort_values("epoch")
+    part = part.dropna(subset=["epoch", "rho_mean"]).sort_values("epoch")  # ρ undefined: fewer than 3 classes
     if part.empty:
         return None
     first, last = part.iloc[0], part.iloc[-1]
