@@ -91,6 +91,35 @@ def test_warm_up_is_made_of_real_steps(digits, tmp_path, graph_on_cpu):
     assert not torch.equal(sa["model.head.fc.weight"], Runner(cfg_for(), digits, tmp_path / "c").state()["model"]["head.fc.weight"])
 
 
+class Recording:
+    """A loss that records the dtypes of the logits and features it is called with."""
+
+    def __init__(self, loss):
+        self.loss, self.seen = loss, []
+
+    def __getattr__(self, name):
+        return getattr(self.loss, name)
+
+    def __call__(self, logits, feats, *args, **kwargs):
+        self.seen.append((logits.dtype, feats.dtype))
+        return self.loss(logits, feats, *args, **kwargs)
+
+
+@pytest.mark.parametrize("method", ["supcon", "mr2", "lff"])
+def test_the_loss_gets_fp32_from_a_bf16_network(digits, tmp_path, method):
+    """Under bf16 autocast (CUDA) the network's logits and features are bf16; the loss, and the
+    layers it owns (SupCon's projection head), must still get fp32: here the network's outputs are
+    made bf16 on the CPU, as autocast makes them."""
+    runner = Runner(cfg_for(method), digits, tmp_path, log=lambda *_: None)
+    net = runner.net
+    runner.net = lambda x: tuple(t.bfloat16() for t in net(x))
+    real_loss = runner.loss
+    runner.loss = Recording(real_loss)
+    xb, yb = next(runner.train_src.batches(torch.arange(64), 64))
+    runner.step(xb, yb, torch.arange(64) if real_loss.needs_indices else None, 0.05)
+    assert runner.loss.seen == [(torch.float32, torch.float32)]
+
+
 def test_a_failing_capture_falls_back_to_eager_with_a_message(digits, tmp_path, monkeypatch):
     def refuse(*args):
         raise RuntimeError("operation not permitted when stream is capturing (simulated)")

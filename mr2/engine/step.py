@@ -73,9 +73,10 @@ class TrainStep:
         yin = yb.repeat(views)
         with autocast_for(r.device, r.amp):
             logits, feats = r.net(xin)
+        logits, feats = logits.float(), feats.float()  # the loss (and its own layers, e.g. SupCon's head) in fp32
         extras = r.loss_extras(xin, idx, views)
         if r.world.size > 1:  # every rank evaluates the loss on the global batch (mr2.engine.distributed)
-            logits, feats = (distributed.gather_batch(t.float(), views) for t in (logits, feats))
+            logits, feats = (distributed.gather_batch(t, views) for t in (logits, feats))
             extras = {k: distributed.gather_batch(v, views) for k, v in extras.items()}
             yb = distributed.gather_batch(yb)
             yin = yb.repeat(views)
