@@ -28,11 +28,22 @@ from . import __version__
 DEVICE_HELP = "auto (CUDA when present) | cpu | cuda | cuda:N; overrides the config's 'device'"
 
 
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1 (a number of threads or of GPU slots)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
 def device_options(p: argparse.ArgumentParser, default: str | None) -> None:
     """--device, --threads and the GPU-sharing options of the steps that run a model."""
     p.add_argument("--device", default=default, help=DEVICE_HELP + (f" (default: {default})" if default else ""))
-    p.add_argument("--threads", type=int, default=None, help="CPU threads of this process (overrides the config's 'threads')")
-    p.add_argument("--gpu-slots", type=int, default=None, metavar="N",
+    p.add_argument("--threads", type=positive_int, default=None, help="CPU threads of this process (overrides the config's 'threads')")
+    p.add_argument("--gpu-slots", type=positive_int, default=None, metavar="N",
                    help="share the visible GPUs between up to N runs each: take the least busy GPU (needs --lock-dir)")
     p.add_argument("--lock-dir", default=None, help="folder of the GPU slot locks shared by the runs of one machine")
 

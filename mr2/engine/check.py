@@ -4,7 +4,7 @@ resolved (``mr2 configure``), before any data is prepared or any run trains.
 The pipeline checks types and names when it parses its config (standard library, YAML and
 jsonschema only); this adds what needs the engine: the run's settings resolved over the engine's
 defaults and validated, its method's options built into the loss on a stand-in problem (so a bad
-value fails with the loss's own message), JTT's stage-1 config derived, the device present; for a
+value fails with the loss's own message), its model's options checked by name and kind, JTT's stage-1 config derived, the device present; for a
 dataset, its files found where its loader will look.
 """
 
@@ -19,6 +19,7 @@ from . import config as config_mod
 from . import jtt
 from .data import check_available
 from .inference import select_device
+from .models import resolve_model_options
 
 
 def resolve_run(text: str) -> dict[str, Any]:
@@ -26,6 +27,7 @@ def resolve_run(text: str) -> dict[str, Any]:
     settings = config_mod.load_mapping(text, "the run settings")
     cfg = config_mod.validate(config_mod.deep_merge(config_mod.DEFAULTS, settings))
     cfg["method"]["options"] = check_options(cfg["method"]["name"], cfg["method"]["options"])
+    resolve_model_options(cfg["model"]["name"], cfg["model"]["options"])
     select_device(cfg["device"])
     if cfg["method"]["name"] == "jtt":
         config_mod.validate(jtt.stage1_config(cfg))

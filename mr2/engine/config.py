@@ -8,6 +8,7 @@ Unknown keys and invalid values fail at once with a message naming the key.
 from __future__ import annotations
 
 import copy
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,8 @@ CHOICES = {
     ("train", "select"): ("last", "best_val"),
 }
 
-POSITIVE = [("train", "lr")]
+POSITIVE = [("train", "lr"), ("model", "cosine_scale")]
+OPTIONAL_POSITIVE = [("train", "grad_clip")]  # None (off) or a positive number
 # integers where an integer is meant (``epochs: 2.5`` is an error, not 2 or 3), with their least value;
 # ``threads`` may also be None (torch's default)
 INTEGER = {("train", "epochs"): 1, ("train", "batch_size"): 1, ("train", "eval_batch_size"): 1,
@@ -88,6 +90,7 @@ INTEGER = {("train", "epochs"): 1, ("train", "batch_size"): 1, ("train", "eval_b
            ("train", "upsample_factor"): 1, ("seed",): 0, ("threads",): 1}
 DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 NON_NEGATIVE = [("train", "weight_decay"), ("train", "warmup_epochs"), ("train", "min_lr"), ("train", "momentum")]
+OPTIONAL_PATH = [("model", "weights"), ("train", "upsample_file")]  # None or a file name
 BOOLEAN = [("train", "nesterov"), ("train", "flip"), ("train", "auto_augment"), ("train", "compile"),
            ("train", "cuda_graph"), ("train", "sync_bn")]
 # Sub-dicts whose keys are free-form (validated by their own factories).
@@ -166,6 +169,11 @@ def _get(cfg: dict, path: tuple[str, ...]) -> Any:
     return cfg
 
 
+def _finite(value: Any) -> bool:
+    """A finite int or float (not a boolean, not nan or ±inf)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def validate(cfg: dict) -> dict:
     """Check values whose validity does not depend on other modules; return ``cfg``."""
     for path, allowed in CHOICES.items():
@@ -177,14 +185,21 @@ def validate(cfg: dict) -> dict:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
             raise ConfigError(f"config key {'.'.join(path)!r} must be an integer >= {least}, got {value!r}")
-    for path in POSITIVE:
+    for path in POSITIVE + OPTIONAL_POSITIVE:
         value = _get(cfg, path)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-            raise ConfigError(f"config key {'.'.join(path)!r} must be a positive number, got {value!r}")
+        if path in OPTIONAL_POSITIVE and value is None:
+            continue
+        if not _finite(value) or value <= 0:
+            off = " or null (off)" if path in OPTIONAL_POSITIVE else ""
+            raise ConfigError(f"config key {'.'.join(path)!r} must be a positive number{off}, got {value!r}")
     for path in NON_NEGATIVE:
         value = _get(cfg, path)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
-            raise ConfigError(f"config key {'.'.join(path)!r} must be >= 0, got {value!r}")
+        if not _finite(value) or value < 0:
+            raise ConfigError(f"config key {'.'.join(path)!r} must be a finite number >= 0, got {value!r}")
+    for path in OPTIONAL_PATH:
+        value = _get(cfg, path)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigError(f"config key {'.'.join(path)!r} must be a file path or null, got {value!r}")
     for path in BOOLEAN:
         if not isinstance(_get(cfg, path), bool):
             raise ConfigError(f"config key {'.'.join(path)!r} must be true or false, got {_get(cfg, path)!r}")

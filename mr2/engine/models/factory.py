@@ -27,6 +27,8 @@ from typing import Any, Callable
 
 from torch import nn
 
+from ...common.options import check_option_type
+
 from .cifar_resnet import CifarResNet, WideResNet
 from .classifier import Classifier
 from .heads import DEFAULT_COSINE_SCALE, build_head
@@ -110,14 +112,20 @@ def model_options(name: str) -> dict[str, Any]:
 
 
 def resolve_model_options(name: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Defaults of ``name`` overridden by ``options``; an option it does not take is an error
-    that names it."""
+    """Defaults of ``name`` overridden by ``options``; an option it does not take, or of another
+    kind than its default (``check_option_type``), or a size option (an integer) below 1, is an
+    error that names it."""
     defaults = _check_model(name).defaults
+    if not isinstance(options or {}, dict):
+        raise ValueError(f"model {name!r}: options must be a mapping of option names to values, got {options!r}")
     options = dict(options or {})
-    for key in options:
+    for key, value in options.items():
         if key not in defaults:
             accepted = ", ".join(sorted(defaults)) or "none"
             raise ValueError(f"model {name!r} does not take option {key!r}; accepted options: {accepted}")
+        check_option_type(f"model {name!r}", key, value, defaults[key])
+        if type(defaults[key]) is int and value < 1:  # widths, depths, sizes
+            raise ValueError(f"model {name!r}: option {key!r} must be at least 1, got {value!r}")
     return {**defaults, **options}
 
 

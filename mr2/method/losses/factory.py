@@ -50,12 +50,12 @@ the engine's inputs) and ``num_samples`` (the training-set size).
 from __future__ import annotations
 
 import inspect
-import math
 from typing import Any, Callable, Sequence
 
 import torch
 from torch import nn
 
+from ...common.options import check_option_type
 from .base import ClassLoss
 from .center import CenterLoss
 from .eql import EqualizationLoss
@@ -160,26 +160,6 @@ def _check_method(method: str) -> None:
         raise ValueError(f"unknown method {method!r}; known methods: {', '.join(sorted(METHODS))}")
 
 
-def check_option_type(method: str, key: str, value: Any, default: Any) -> None:
-    """An option's value must be of its default's kind: a finite number (not a boolean) where the
-    default is a float, an integer where it is an int, true/false where it is a bool, a string
-    where it is a string (a ``None`` default: the loss checks the value). ``ValueError`` naming the
-    method and the option otherwise; ranges are the loss's own checks."""
-    if isinstance(default, bool):
-        ok, kind = isinstance(value, bool), "true or false"
-    elif isinstance(default, int):
-        ok, kind = isinstance(value, int) and not isinstance(value, bool), "an integer"
-    elif isinstance(default, float):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-        kind = "a finite number"
-    elif isinstance(default, str):
-        ok, kind = isinstance(value, str), "a string"
-    else:
-        return
-    if not ok:
-        raise ValueError(f"method {method!r}: option {key!r} must be {kind}, got {value!r}")
-
-
 def resolve_options(method: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
     """Defaults of ``method`` overridden by ``options``; an option the method does not take
     (e.g. ``lam`` for ``erm`` or ``mr2_no_rep``) or of the wrong kind (``lam: true``,
@@ -195,7 +175,7 @@ def resolve_options(method: str, options: dict[str, Any] | None = None) -> dict[
         if key not in defaults:
             accepted = ", ".join(sorted(defaults)) or "none"
             raise ValueError(f"method {method!r} does not take option {key!r}; accepted options: {accepted}")
-        check_option_type(method, key, value, defaults[key])
+        check_option_type(f"method {method!r}", key, value, defaults[key])
     return {**defaults, **options}
 
 
