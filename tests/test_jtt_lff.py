@@ -194,6 +194,22 @@ def test_error_file_is_checked_against_the_training_split(tmp_path):
         read_index_file(bad, y)
     with pytest.raises(ConfigError, match="no file"):
         read_index_file(tmp_path / "missing.csv", y)
+    for text, needle in (("", "is not a CSV"), ("index,label,predicted\n1.5,1,0\n", "'index' must hold integers"),
+                         ("index,label,predicted\nx,1,0\n", "'index' must hold integers")):
+        bad.write_text(text)
+        with pytest.raises(ConfigError, match=needle):
+            read_index_file(bad, y)
+
+
+def test_an_error_set_without_rows_up_samples_nothing(digits, tmp_path):
+    """Stage 1 made no training errors: 'mr2 errors' writes the header only; stage 2 is then ERM."""
+    empty = tmp_path / "errors.csv"
+    pd.DataFrame(columns=["index", "label", "predicted"]).to_csv(empty, index=False)
+    assert read_index_file(empty, torch.tensor([0, 1])).tolist() == []
+    update = {"data": {"name": "digits"}, "model": {"name": "mlp", "options": {"hidden": 16}}, "method": {"name": "erm"},
+              "device": "cpu", "threads": 1, "train": {"epochs": 1, "upsample_file": str(empty), "upsample_factor": 5}}
+    train(run_config.deep_merge(run_config.DEFAULTS, update), digits, tmp_path / "run", log=lambda *_: None)
+    assert (tmp_path / "run" / "model.pt").is_file()
 
 
 # ---------------------------------------------------------------- through the engine

@@ -7,6 +7,7 @@ are cleaned; a resume is exact or refused; typos in a run config or method optio
 
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -300,6 +301,50 @@ def test_malformed_yaml_names_the_key_or_file(tmp_path):
         run_config.resolve(sets=["train.lr=1", "train.lr.x=2"])
 
 
+@pytest.mark.parametrize("key, value, needle", [
+    ("train.lr", ".nan", "must be a positive number"), ("train.lr", ".inf", "must be a positive number"),
+    ("train.grad_clip", "-1", "must be a positive number or null"), ("train.grad_clip", "abc", "must be a positive number or null"),
+    ("train.warmup_epochs", ".inf", "must be a finite number >= 0"), ("train.momentum", ".nan", "must be a finite number >= 0"),
+    ("train.weight_decay", "-0.1", "must be a finite number >= 0"), ("model.cosine_scale", "abc", "must be a positive number"),
+    ("model.weights", "5", "must be a file path or null"), ("train.upsample_file", "''", "must be a file path or null")])
+def test_number_and_path_keys_reject_what_would_break_training(key, value, needle):
+    """A negative gradient clip would turn training into gradient ascent; nan/inf would reach the
+    optimiser; a number as a file name would fail only when the file is opened."""
+    with pytest.raises(ConfigError, match=re.escape(f"config key '{key}' {needle}")):
+        run_config.resolve(sets=[f"{key}={value}"])
+    for ok in ("train.grad_clip=null", "train.grad_clip=1.0", "model.weights=null", "model.cosine_scale=16"):
+        run_config.resolve(sets=[ok])
+
+
+def test_best_val_without_a_validation_split_is_refused_before_training(tmp_path):
+    """select: best_val compares validation accuracies; with none, every epoch ties at 0 and the
+    first epoch's weights would silently be the result."""
+    from mr2.engine.data import prepare_dataset
+    from mr2.engine.train import Runner
+
+    prepare_dataset({"name": "digits", "val_fraction": 0.0}, tmp_path / "d.pt")
+    cfg = run_config.resolve(sets=["data.name=digits", "data.val_fraction=0.0", "train.select=best_val", "device=cpu"])
+    with pytest.raises(ConfigError, match="'train.select' is best_val, but .* has no validation split"):
+        Runner(cfg, tmp_path / "d.pt", tmp_path / "run", log=lambda *_: None)
+    Runner({**cfg, "train": {**cfg["train"], "select": "last"}}, tmp_path / "d.pt", tmp_path / "run", log=lambda *_: None)
+
+
+def test_thread_and_slot_counts_below_one_are_refused_by_the_cli():
+    for step in ("train", "evaluate"):
+        res = mr2(step, "--threads", "0")
+        assert res.returncode == 2 and "argument --threads: expected an integer >= 1, got '0'" in res.stderr
+    res = mr2("evaluate", "--gpu-slots", "-1")
+    assert res.returncode == 2 and "argument --gpu-slots: expected an integer >= 1" in res.stderr
+
+
+def test_a_device_naming_one_gpu_is_refused_for_several_processes():
+    from mr2.engine.distributed import World, device_for
+
+    with pytest.raises(ConfigError, match="'device' is cuda:1, but this run has 2 processes"):
+        device_for(torch.device("cuda", 1), World(rank=0, size=2))
+    assert device_for(torch.device("cuda", 1), World()) == torch.device("cuda", 1)
+
+
 WRONG_KIND = {bool: [1, "true"], int: [2.5, True, "3"], float: [True, "0.3", float("nan"), None], str: [3, True]}
 
 
@@ -323,6 +368,8 @@ def test_cli_prints_typos_as_one_line_with_exit_code_2(digits, tmp_path):
              (["--device", "cdua"], "got 'cdua'"),
              (["--set", "train.lr=[1"], "config key 'train.lr'"),
              (["--set", "method.options.lam=true"], "method 'mr2': option 'lam' must be a finite number, got True")]
+    cases += [(["--set", "model.options.width=abc"], "model 'small_cnn': option 'width' must be an integer"),
+              (["--set", "model.options.width=0"], "option 'width' must be at least 1")]
     for extra, needle in cases:
         assert_one_line_error(mr2(*base, *extra), needle)
     assert not (tmp_path / "run").exists()

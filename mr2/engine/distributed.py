@@ -75,9 +75,13 @@ def init_from_env(device_type: str) -> World:
 
 
 def device_for(device: torch.device, world: World) -> torch.device:
-    """The device of this rank: ``cuda:LOCAL_RANK`` for a CUDA run of several processes."""
-    if device.type != "cuda" or world.size == 1 or device.index is not None:
+    """The device of this rank: ``cuda:LOCAL_RANK`` for a CUDA run of several processes (a
+    ``ConfigError`` for a device naming one GPU: every rank would take that one)."""
+    if device.type != "cuda" or world.size == 1:
         return device
+    if device.index is not None:
+        raise ConfigError(f"config key 'device' is {device}, but this run has {world.size} processes (torchrun), "
+                          "each on the GPU of its local rank: set device=cuda (choose the GPUs with CUDA_VISIBLE_DEVICES)")
     torch.cuda.set_device(world.local_rank)
     return torch.device("cuda", world.local_rank)
 

@@ -53,7 +53,7 @@ from .checkpoint import load_torch, require_keys, save_torch
 from .loader import Source, in_memory
 from ..method.losses import build_loss, resolve_options
 from .inference import autocast_for, per_class_accuracy, predict, select_device
-from .models import HeadOnly, as_trained_net, build_from_config, freeze_backbone
+from .models import HeadOnly, as_trained_net, build_from_config, freeze_backbone, resolve_model_options
 from .step import GraphStep, TrainStep
 from .upsample import epoch_index
 
@@ -105,6 +105,9 @@ class Runner:
             torch.set_num_threads(int(cfg["threads"]))
         self.data = load_prepared(data_path)
         check_made_from(self.data, data_path, cfg["data"])
+        if tc["select"] == "best_val" and len(self.data.val) == 0:
+            raise ConfigError(f"config key 'train.select' is best_val, but {data_path} has no validation split "
+                              "(data.val_fraction 0): set train.select=last or prepare the data with a validation split")
         info = self.data.info
         self.k = info.num_classes
         torch.manual_seed(cfg["seed"])
@@ -300,8 +303,9 @@ def resume_key(cfg: dict[str, Any]) -> dict[str, Any]:
 
 def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print) -> dict[str, Any]:
     """Train one run (see module docstring). Returns the last epoch's run-level numbers."""
-    # every option of the method written out: the saved config says what the run used
-    cfg = {**cfg, "method": {**cfg["method"], "options": resolve_options(cfg["method"]["name"], cfg["method"]["options"])}}
+    # every option of the method and of the model written out: the saved config says what the run used
+    cfg = {**cfg, "method": {**cfg["method"], "options": resolve_options(cfg["method"]["name"], cfg["method"]["options"])},
+           "model": {**cfg["model"], "options": resolve_model_options(cfg["model"]["name"], cfg["model"]["options"])}}
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     runner = Runner(cfg, data_path, out, log)

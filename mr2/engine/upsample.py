@@ -23,17 +23,28 @@ ERROR_COLUMNS = ["index", "label", "predicted"]
 def read_index_file(path: str | Path, train_y: torch.Tensor) -> torch.Tensor:
     """The ``index`` column of an error-set CSV, checked against the training labels ``train_y``.
 
-    Raises a ``ConfigError`` naming the file when it is missing, lacks a column, holds an
-    index outside [0, N) or a duplicate, or when its ``label`` column disagrees with the
+    A file with no rows (stage 1 made no errors) lists nothing. Raises a ``ConfigError`` naming
+    the file when it is missing or not a CSV, lacks a column, holds a value that is not an
+    integer, an index outside [0, N) or a duplicate, or when its ``label`` column disagrees with the
     training split (the file belongs to another prepared dataset).
     """
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config key 'train.upsample_file': no file {path} (write it with 'python -m mr2 errors')")
-    frame = pd.read_csv(path)
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"upsample file {path} is not a CSV with columns {ERROR_COLUMNS} "
+                          f"({' '.join(str(exc).split())[:200]})") from None
     missing = [c for c in ERROR_COLUMNS if c not in frame]
     if missing:
         raise ConfigError(f"upsample file {path}: missing column(s) {missing}; expected {ERROR_COLUMNS}")
+    if frame.empty:  # stage 1 made no training errors: nothing to up-sample
+        return torch.empty(0, dtype=torch.long)
+    for column in ("index", "label"):
+        if not pd.api.types.is_integer_dtype(frame[column]):
+            raise ConfigError(f"upsample file {path}: column {column!r} must hold integers, "
+                              f"got {frame[column].head(3).tolist()}")
     idx = torch.tensor(frame["index"].to_numpy(), dtype=torch.long)
     n = len(train_y)
     bad = idx[(idx < 0) | (idx >= n)]
