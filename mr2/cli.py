@@ -5,6 +5,7 @@
   mr2 train    --config <run.yaml> [--set k=v ...] --data <prepared.pt> --out <run dir>
   mr2 evaluate --run <run dir> --data <prepared.pt> --out <eval dir>
   mr2 errors   --run <run dir> --data <prepared.pt> --out <errors.csv>   (JTT: misclassified training samples)
+  mr2 on-gpus  N --lock-dir <dir> -- <command ...>   (run a command on N free GPUs of this machine: torchrun jobs)
   mr2 aggregate --runs <run dir> ... --reference erm --out results/tables
   mr2 table    --tables results/tables --reference erm
   mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2]
@@ -83,6 +84,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="CSV with columns index, label, predicted")
     device_options(p, "auto")
 
+    p = sub.add_parser("on-gpus", help="claim N free GPUs of this machine (held until the command ends) and run "
+                                       "the command with CUDA_VISIBLE_DEVICES naming them (the pipeline's torchrun jobs)")
+    p.add_argument("count", type=positive_int, help="how many GPUs")
+    p.add_argument("--lock-dir", required=True, help="folder of the GPU locks shared by the runs of one machine")
+    p.add_argument("command", nargs="+", help="the command, after -- (e.g. -- python -m torch.distributed.run ...)")
+
     p = sub.add_parser("aggregate", help="all runs -> tidy tables (per class, per run, per epoch) and the groups")
     p.add_argument("--runs", nargs="+", required=True, help="run folders (each with config.yaml, epochs.csv, eval/)")
     p.add_argument("--reference", default="erm", help="the method whose per-class accuracy defines easy/medium/hard")
@@ -121,6 +128,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
+        if args.step == "on-gpus":
+            from .engine.gpus import exec_on_gpus
+
+            exec_on_gpus(args.command, args.count, args.lock_dir)  # returns only on failure (raises)
         if args.step in ("configure", "prepare", "train", "evaluate", "errors"):
             return engine_step(args)
         results_step(args)

@@ -75,3 +75,53 @@ def test_cli_needs_a_lock_dir_for_gpu_slots(tmp_path):
     res = subprocess.run([sys.executable, "-m", "mr2", "evaluate", "--run", str(tmp_path), "--data", "x.pt",
                           "--out", str(tmp_path / "e"), "--gpu-slots", "2"], capture_output=True, text=True, cwd=REPO)
     assert res.returncode == 2 and "--lock-dir" in res.stderr and "Traceback" not in res.stderr
+
+
+ON_GPUS = """
+import sys
+from mr2.engine.gpus import exec_on_gpus
+exec_on_gpus(["sh", "-c", "echo visible=$CUDA_VISIBLE_DEVICES; exec sleep 60"], int(sys.argv[1]), sys.argv[2], num_gpus=3)
+"""
+
+
+def start_on_gpus(lock_dir, count):
+    return subprocess.Popen([sys.executable, "-c", ON_GPUS, str(count), str(lock_dir)], stdout=subprocess.PIPE,
+                            text=True, cwd=REPO)
+
+
+def test_a_run_of_several_processes_claims_whole_gpus_all_or_none_and_its_command_holds_them(tmp_path, monkeypatch):
+    """Three GPUs that the scheduler named 4, 6 and 7; a one-GPU job holds the first. A torchrun job
+    of 2 processes gets the other two, as CUDA_VISIBLE_DEVICES of its command, which holds their
+    locks while it runs; a second such job waits, holding none, until the first ends."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6,7")
+    procs = [start_holder(tmp_path, 3, 1)]
+    try:
+        assert claimed(procs[0]) == 0
+        procs.append(start_on_gpus(tmp_path, 2))
+        assert procs[1].stdout.readline().strip() == "visible=6,7"
+        assert gpus.slots_held(tmp_path, 3, 1) == [1, 1, 1]  # the exec'd command holds GPUs 6 and 7
+        procs.append(start_on_gpus(tmp_path, 2))
+        assert "fewer than 2 of 3 GPUs are free" in procs[2].stdout.readline()
+        assert gpus.slots_held(tmp_path, 3, 1) == [1, 1, 1]  # waiting, it holds nothing
+        procs[0].kill()
+        procs[0].wait()
+        assert gpus.slots_held(tmp_path, 3, 1) == [0, 1, 1]  # still waiting: one free GPU is not two
+        procs[1].kill()
+        procs[1].wait()
+        assert procs[2].stdout.readline().strip() in ("visible=4,6", "visible=4,7", "visible=6,7")
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    with pytest.raises(ValueError, match="needs 4 GPUs; 3 are visible"):
+        gpus.claim_gpus(4, 3, tmp_path)
+
+
+def test_locks_are_per_machine_and_per_gpu_as_the_machine_names_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1a:2b,3")
+    monkeypatch.setattr(gpus.socket, "gethostname", lambda: "node 7")
+    assert gpus.slot_lock(tmp_path, 0, 1) == tmp_path / "node_7" / "gpuGPU-1a_2b.slot1.lock"
+    assert gpus.slot_lock(tmp_path, 1, 0) == tmp_path / "node_7" / "gpu3.slot0.lock"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.setattr(gpus.socket, "gethostname", lambda: "node8")
+    assert gpus.slot_lock(tmp_path, 1, 0) == tmp_path / "node8" / "gpu1.slot0.lock"

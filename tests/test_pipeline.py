@@ -270,6 +270,31 @@ def test_runs_per_gpu_declares_gpu_slots_and_claims_a_device(tmp_path):
     assert "gpu=1" in plain.stdout and "gpu_slot" not in plain.stdout
 
 
+def jobs_of(stdout, rule):
+    return [job for job in stdout.split("\n\n") if re.search(rf"^(local)?rule {rule}:", job.strip(), re.M)]
+
+
+def test_gpu_jobs_spread_over_the_gpus_of_a_machine(tmp_path):
+    """`gpus: 1`: every model job claims a whole GPU (--gpu-slots 1), so the jobs that
+    `--resources gpu=<G>` lets run at once are on G different GPUs, not all on GPU 0. `gpus: 2`: a
+    training job is torchrun under `mr2 on-gpus 2` (two GPUs no other job holds) and declares gpu=2;
+    evaluation is one process on one claimed GPU and declares gpu=1."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    one = run_snakemake(workdir, *SMOKE, "-n", "-p", "--config", "gpus=1", "device=cuda", "--resources", "gpu=4")
+    for rule in ("train", "evaluate"):
+        mine = jobs_of(one.stdout, rule)
+        assert mine and all("gpu=1" in job and "--device cuda --gpu-slots 1 --lock-dir results/.gpu_locks" in job
+                            for job in mine)
+    two = run_snakemake(workdir, *SMOKE, "-n", "-p", "--config", "gpus=2", "device=cuda", "--resources", "gpu=4")
+    train, evaluate = jobs_of(two.stdout, "train"), jobs_of(two.stdout, "evaluate")
+    assert train and all("gpu=2" in job and "python -m mr2 on-gpus 2 --lock-dir results/.gpu_locks -- python -m "
+                         "torch.distributed.run --standalone --nproc_per_node=2 -m mr2 train" in job
+                         and "--gpu-slots" not in job for job in train)
+    assert evaluate and all("gpu=1" in job and "--gpu-slots 1 --lock-dir" in job for job in evaluate)
+    cpu = run_snakemake(workdir, *SMOKE, "-n", "-p")
+    assert "--gpu-slots" not in cpu.stdout and "on-gpus" not in cpu.stdout
+
+
 def test_the_workflow_works_as_a_snakemake_module(tmp_path):
     workdir = workdir_with_configs(tmp_path / "wd")
     (workdir / "Snakefile").write_text(f"""configfile: "config/smoke.yaml"

@@ -217,26 +217,31 @@ def theory_args():
 
 
 def launcher():
-    """The command that runs the CLI: ``python -m mr2``, or with `gpus` > 1 torchrun with one process
-    per GPU on one node (``--standalone`` picks a free port, so several runs can share a node)."""
+    """The command that runs the CLI for training: ``python -m mr2``, or with `gpus` > 1 torchrun with
+    one process per GPU on one node (``--standalone`` picks a free port, so several runs can share a
+    node), started by ``mr2 on-gpus`` on `gpus` GPUs of the machine that no other job holds."""
     if config["gpus"] <= 1:
         return ["python", "-m", "mr2"]
-    return ["python", "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={config['gpus']}", "-m", "mr2"]
+    return ["python", "-m", "mr2", "on-gpus", str(config["gpus"]), "--lock-dir", GPU_LOCKS, "--",
+            "python", "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={config['gpus']}", "-m", "mr2"]
 
 
-def gpu_resources():
-    """What a training or evaluation job declares: `gpu=N`, or with runs_per_gpu > 1 `gpu_slot=1`."""
+def gpu_resources(one_process=False):
+    """What a model job declares: `gpu=N` for a training job (`gpus` processes), `gpu=1` for a
+    one-process job (evaluation, JTT's error set), or with runs_per_gpu > 1 `gpu_slot=1`."""
     if config["gpus"] <= 0:
         return {}
     if config["runs_per_gpu"] > 1:
         return {"gpu_slot": 1}
-    return {"gpu": config["gpus"]}
+    return {"gpu": 1 if one_process else config["gpus"]}
 
 
-def device_args():
-    """``--device`` (and, when runs share a GPU, ``--gpu-slots N --lock-dir ...``) of the CLI."""
+def device_args(one_process=False):
+    """``--device`` and, for a job of one process on a GPU machine, ``--gpu-slots N --lock-dir ...``:
+    the job takes a free slot of the least busy GPU (mr2.engine.gpus), so the jobs that run at once
+    spread over the GPUs (torchrun jobs claim theirs in ``launcher``)."""
     args = ["--device", config["device"]]
-    if config["gpus"] > 0 and config["runs_per_gpu"] > 1:
+    if config["gpus"] == 1 or (one_process and config["gpus"] > 1):
         args += ["--gpu-slots", str(config["runs_per_gpu"]), "--lock-dir", GPU_LOCKS]
     return args
 

@@ -8,10 +8,10 @@ rule evaluate:
     params:
         run=lambda wildcards, input: folder_of(input.model),
         out=lambda wildcards, output: folder_of(output[0]),
-        device=device_args(),
+        device=device_args(one_process=True),
     threads: config["threads"]
     resources:
-        **gpu_resources(),
+        **gpu_resources(one_process=True),
     log:
         f"{LOGS}/evaluate/{{dataset}}/{{method}}/{{variant}}/seed{{seed}}.log",
     conda:

@@ -38,10 +38,10 @@ rule jtt_errors:
         JTT_ERRORS,
     params:
         run=lambda wildcards, input: folder_of(input.model),
-        device=device_args(),
+        device=device_args(one_process=True),
     threads: config["threads"]
     resources:
-        **gpu_resources(),
+        **gpu_resources(one_process=True),
     log:
         f"{LOGS}/jtt_errors/{{dataset}}/{{variant}}/seed{{seed}}.log",
     conda:
