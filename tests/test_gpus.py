@@ -118,10 +118,14 @@ def test_a_run_of_several_processes_claims_whole_gpus_all_or_none_and_its_comman
 
 
 def test_locks_are_per_machine_and_per_gpu_as_the_machine_names_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-1a:2b,3")
     monkeypatch.setattr(gpus.socket, "gethostname", lambda: "node 7")
     assert gpus.slot_lock(tmp_path, 0, 1) == tmp_path / "node_7" / "gpuGPU-1a_2b.slot1.lock"
     assert gpus.slot_lock(tmp_path, 1, 0) == tmp_path / "node_7" / "gpu3.slot0.lock"
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     monkeypatch.setattr(gpus.socket, "gethostname", lambda: "node8")
     assert gpus.slot_lock(tmp_path, 1, 0) == tmp_path / "node8" / "gpu1.slot0.lock"
+    monkeypatch.setenv("SLURM_JOB_ID", "4711")  # SLURM's jobs have GPUs of their own, each often named 0
+    assert gpus.slot_lock(tmp_path, 0, 0) == tmp_path / "node8.slurm4711" / "gpu0.slot0.lock"

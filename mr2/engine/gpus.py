@@ -4,9 +4,10 @@ With ``runs_per_gpu: N`` the pipeline lets up to N·G training or evaluation job
 machine with G GPUs (``resources: gpu_slot=1``); each job calls ``claim_gpu`` to choose its device.
 A slot is a lock file ``<host>/gpu<i>.slot<j>.lock`` in a folder shared by the jobs; a job holds an
 exclusive ``flock`` on it for as long as its process lives, so a killed job frees its slot at once.
-``<host>`` is the machine's name and ``<i>`` the GPU as the machine knows it (its entry in
-``CUDA_VISIBLE_DEVICES``, e.g. the physical index a cluster's scheduler gave the job, else its
-index), so jobs on other nodes of a cluster, or given other GPUs of one node, never wait for each other.
+``<host>`` is the machine's name (with ``.slurm<id>`` inside a SLURM job: SLURM gives each job its
+own GPUs, often renumbered from 0, so only the jobs of one allocation share them) and ``<i>`` the
+GPU as the machine knows it (its entry in ``CUDA_VISIBLE_DEVICES``, else its index), so jobs on other
+nodes of a cluster, or given other GPUs by a scheduler, never wait for each other.
 The job takes a free slot of the GPU with the fewest slots held; when every slot is held it waits.
 With ``runs_per_gpu: 1`` each job holds a whole GPU (its slot 0), so jobs on a multi-GPU machine
 spread over the GPUs instead of all taking GPU 0.
@@ -48,8 +49,9 @@ def slot_lock(lock_dir: str | Path, gpu: int, slot: int) -> Path:
     """The lock file of slot ``slot`` of visible GPU ``gpu`` of this machine (module docstring)."""
     names = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
     name = names[gpu] if gpu < len(names) else str(gpu)
-    host = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "host"
-    return Path(lock_dir) / host / f"gpu{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.slot{slot}.lock"
+    job = os.environ.get("SLURM_JOB_ID", "").strip()
+    scope = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname() + (f".slurm{job}" if job else "")) or "host"
+    return Path(lock_dir) / scope / f"gpu{re.sub(r'[^A-Za-z0-9_.-]', '_', name)}.slot{slot}.lock"
 
 
 def slots_held(lock_dir: Path, num_gpus: int, runs_per_gpu: int) -> list[int]:
