@@ -9,8 +9,9 @@ min_version("9.0")
 
 
 # The embedded default, unless another config file is given (--configfile replaces it rather than
-# being merged into it; --config key=value still overrides single keys of either).
-if "datasets" not in config:
+# being merged into it; --config key=value overrides single keys of either, `datasets` included).
+# As a module (`config: config`), Snakemake skips this and the including workflow's config is used.
+if not workflow.overwrite_configfiles:
 
     configfile: workflow.source_path("config/config.yaml")
 

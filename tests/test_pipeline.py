@@ -97,6 +97,18 @@ def planned_jobs(res):
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
 
 
+def test_config_overrides_a_dataset_of_the_embedded_default(tmp_path):
+    """`--config datasets=...` is merged into the embedded default (no --configfile): the rest of
+    the default stays, and the dataset gets the overridden key."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    update = "datasets={fashion_mnist: {data: {name: fashion_mnist, train_cap: 500}}}"
+    assert planned_jobs(run_snakemake(workdir, "-n", "--config", update)) == planned_jobs(run_snakemake(workdir, "-n"))
+    run_snakemake(workdir, "results/pipeline_config.json", "--config", update)
+    config = json.loads((workdir / "results" / "pipeline_config.json").read_text())
+    assert config["datasets"]["fashion_mnist"]["data"]["train_cap"] == 500
+    assert config["methods"] == ["erm", "mr2", "mr2_uniform", "mr2_no_rep"] and config["seeds"] == [0, 1, 2]
+
+
 def test_one_config_change_adds_only_its_runs(smoke_workdir):
     res = run_snakemake(smoke_workdir, *SMOKE, "-n", "--config", "seeds=[0,1,2]")
     jobs = planned_jobs(res)
