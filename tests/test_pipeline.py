@@ -13,6 +13,8 @@ import subprocess
 import pandas as pd
 import pytest
 import yaml
+
+from mr2.engine import config as run_config
 from conftest import REPO, pipeline_env, run_snakemake, workdir_with_configs
 
 SMOKE = ["--configfile", "config/smoke.yaml"]
@@ -107,6 +109,16 @@ def test_config_overrides_a_dataset_of_the_embedded_default(tmp_path):
     config = json.loads((workdir / "results" / "pipeline_config.json").read_text())
     assert config["datasets"]["fashion_mnist"]["data"]["train_cap"] == 500
     assert config["methods"] == ["erm", "mr2", "mr2_uniform", "mr2_no_rep"] and config["seeds"] == [0, 1, 2]
+
+
+def test_unquoted_amp_off_in_a_config_file_means_off(tmp_path):
+    """YAML 1.1 (Snakemake's reader) turns `amp: off` into false; the pipeline and the engine read it as off."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    (workdir / "config" / "off.yaml").write_text((workdir / "config" / "smoke.yaml").read_text() + "\nrun:\n  amp: off\n")
+    run = "results/runs/fashion_mnist/erm/default/seed0/run.yaml"
+    run_snakemake(workdir, run, "--configfile", "config/off.yaml")
+    assert yaml.safe_load((workdir / run).read_text())["amp"] == "off"
+    assert run_config.resolve(sets=["amp=off"])["amp"] == "off"
 
 
 def test_one_config_change_adds_only_its_runs(smoke_workdir):

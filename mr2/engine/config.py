@@ -175,7 +175,10 @@ def _finite(value: Any) -> bool:
 
 
 def validate(cfg: dict) -> dict:
-    """Check values whose validity does not depend on other modules; return ``cfg``."""
+    """Check values whose validity does not depend on other modules; return ``cfg``. ``amp: false``
+    is read as ``off`` (YAML 1.1 readers, Snakemake's among them, turn an unquoted ``off`` into false)."""
+    if cfg.get("amp") is False:
+        cfg["amp"] = "off"
     for path, allowed in CHOICES.items():
         if _get(cfg, path) not in allowed:
             raise ConfigError(f"config key {'.'.join(path)!r} must be one of {allowed}, got {_get(cfg, path)!r}")

@@ -136,7 +136,14 @@ def sweep_variants():
             for value in values}
 
 
+def amp_off(settings):
+    """`amp: off` unquoted is false to Snakemake's YAML 1.1 reader: read it as the "off" it says."""
+    if isinstance(settings, dict) and settings.get("amp") is False:
+        settings["amp"] = "off"
+
+
 config.update(typed(dict(config)))
+amp_off(config.get("run"))
 validate(config, schema="../schemas/config.schema.yaml")
 check_cross_keys()
 SWEEP_METHOD = config["sweeps"]["method"]
