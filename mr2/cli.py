@@ -8,7 +8,7 @@
   mr2 on-gpus  N --lock-dir <dir> -- <command ...>   (run a command on N free GPUs of this machine: torchrun jobs)
   mr2 aggregate --runs <run dir> ... --reference erm --out results/tables
   mr2 table    --tables results/tables --reference erm
-  mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2]
+  mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2] [--method mr2]
   mr2 analysis --tables results/tables --out results/analysis   (does the premise hold?)
   mr2 report   --tables results/tables --figures results/figures --config <pipeline config> --out results/report.md
   mr2 readme   --tables results/tables --name default   (the README's generated results table)
@@ -101,6 +101,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
     p.add_argument("--reference", default="erm", help="the reference method (ERM)")
     p.add_argument("--sweep-method", default="mr2", help="the method whose swept variants are drawn")
+    p.add_argument("--method", default="mr2", help="the MR² method whose margins are drawn")
     p.add_argument("--out", required=True, help="the figures folder")
     p = sub.add_parser("analysis", help="does the premise hold: rank correlations, a_k's decomposition, figures")
     p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
@@ -233,7 +234,8 @@ def results_step(args) -> None:
         from .results.figures import make_figures
 
         t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
-        made = make_figures(t, t["groups"], args.out, reference=args.reference, sweep_method=args.sweep_method)
+        made = make_figures(t, t["groups"], args.out, reference=args.reference, sweep_method=args.sweep_method,
+                            method=args.method)
         print(f"[figures] {len(made)} figures -> {args.out}")
     elif args.step == "readme":
         from .results.readme import update_readme

@@ -121,6 +121,22 @@ def test_unquoted_amp_off_in_a_config_file_means_off(tmp_path):
     assert run_config.resolve(sets=["amp=off"])["amp"] == "off"
 
 
+def test_the_margin_figures_follow_mr2_whatever_method_is_swept(tmp_path):
+    """Sweeping a baseline's option (here focal's gamma) keeps the figures and the premise analysis
+    on MR²'s margins; the sweeps figure draws the swept method."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    smoke = yaml.safe_load((workdir / "config" / "smoke.yaml").read_text())
+    for name, methods, sweeps in (("focal", ["erm", "mr2", "focal"], {"method": "focal", "gamma": [1.0]}),
+                                  ("uniform", ["erm", "mr2_uniform"], {})):
+        (workdir / "config" / f"{name}.yaml").write_text(yaml.safe_dump({**smoke, "methods": methods, "sweeps": sweeps}))
+    res = run_snakemake(workdir, "-n", "-p", "--configfile", "config/focal.yaml")
+    (figures,) = jobs_of(res.stdout, "figures")
+    (analysis,) = jobs_of(res.stdout, "analysis")
+    assert "--sweep-method focal --method mr2" in figures and "--method mr2" in analysis
+    res = run_snakemake(workdir, "-n", "-p", "--configfile", "config/uniform.yaml")
+    assert "--method mr2_uniform" in jobs_of(res.stdout, "analysis")[0]
+
+
 def test_one_config_change_adds_only_its_runs(smoke_workdir):
     res = run_snakemake(smoke_workdir, *SMOKE, "-n", "--config", "seeds=[0,1,2]")
     jobs = planned_jobs(res)

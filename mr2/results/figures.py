@@ -332,21 +332,23 @@ def plot_sweeps(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.D
 
 
 def make_figures(tables: dict[str, pd.DataFrame], groups: pd.DataFrame, out_dir: str | Path,
-                 reference: str = "erm", sweep_method: str = "mr2") -> dict[str, list[Path]]:
+                 reference: str = "erm", sweep_method: str = "mr2", method: str = "mr2") -> dict[str, list[Path]]:
     """Every figure of the report into ``out_dir`` as ``<name>.png`` and ``<name>.pdf``.
 
-    ``tables`` holds ``per_class``, ``runs`` and ``epochs`` (``mr2.results.aggregate``).
+    ``tables`` holds ``per_class``, ``runs`` and ``epochs`` (``mr2.results.aggregate``); ``method``
+    is the MR² method whose margins are drawn (against ``reference``), ``sweep_method`` the method
+    whose swept variants are.
     """
     out = Path(out_dir)
     pc, runs, epochs = tables["per_class"], tables.get("runs"), tables["epochs"]
     return {
         "per_class_sorted": plot_per_class_sorted(pc, out / "per_class_sorted"),
         "accuracy_vs_variability": plot_accuracy_vs_variability(pc, out / "accuracy_vs_variability",
-                                                                methods=(reference, sweep_method)),
+                                                                methods=(reference, method)),
         "group_accuracy": plot_group_accuracy(pc, groups, out / "group_accuracy"),
         "change_vs_erm": plot_change_vs_reference(pc, out / "change_vs_erm", reference=reference, groups=groups),
         "margins_over_training": plot_margins_over_training(epochs, groups, out / "margins_over_training",
-                                                            method=sweep_method),
+                                                            method=method),
         "sweeps": plot_sweeps(pc, runs, groups, out / "sweeps", method=sweep_method),
         "regimes": plot_regimes(pc, runs, groups, out / "regimes", reference=reference),
     }

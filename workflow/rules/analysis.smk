@@ -20,7 +20,7 @@ rule analysis:
         pdf=[f"{ANALYSIS}/{n}.pdf" for n in ANALYSIS_FIGURES],
     params:
         reference=REFERENCE,
-        method=SWEEP_METHOD,
+        method=MR2_METHOD,
         tables=lambda wildcards, input: folder_of(input[0]),
         out=lambda wildcards, output: folder_of(output.summary),
     log:

@@ -147,6 +147,17 @@ amp_off(config.get("run"))
 validate(config, schema="../schemas/config.schema.yaml")
 check_cross_keys()
 SWEEP_METHOD = config["sweeps"]["method"]
+
+
+def analysed_method():
+    """The MR² method whose margins the figures and the premise analysis show: mr2 when it runs, else
+    the first MR² method run or swept (mr2_uniform, ...), else mr2 (the figures then say it has no runs)."""
+    swept = [SWEEP_METHOD] if sweep_variants() else []
+    candidates = [m for m in [*config["methods"], *swept] if m.startswith("mr2")]
+    return "mr2" if "mr2" in candidates or not candidates else candidates[0]
+
+
+MR2_METHOD = analysed_method()
 REFERENCE = config["reference"]
 
 

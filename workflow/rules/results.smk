@@ -56,6 +56,7 @@ rule figures:
     params:
         reference=REFERENCE,
         sweep_method=SWEEP_METHOD,
+        method=MR2_METHOD,
         tables=lambda wildcards, input: folder_of(input[0]),
         out=lambda wildcards, output: folder_of(output.png[0]),
     log:
@@ -64,7 +65,7 @@ rule figures:
         ENV_RESULTS
     shell:
         "python -m mr2 figures --tables {params.tables:q} --reference {params.reference:q}"
-        " --sweep-method {params.sweep_method:q} --out {params.out:q} > {log:q} 2>&1"
+        " --sweep-method {params.sweep_method:q} --method {params.method:q} --out {params.out:q} > {log:q} 2>&1"
 
 
 rule report:
