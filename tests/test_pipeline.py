@@ -137,6 +137,16 @@ def test_the_margin_figures_follow_mr2_whatever_method_is_swept(tmp_path):
     assert "--method mr2_uniform" in jobs_of(res.stdout, "analysis")[0]
 
 
+@pytest.mark.parametrize("target, needle", [
+    ("results/runs/fashion_mnist/mr2/c_bar=0.5/seed0/eval/metrics.json",
+     "the target's variant 'c_bar=0.5' is neither 'default' nor one of config key 'sweeps' (c_bar=2.0)"),
+    ("results/runs/other/erm/default/seed0/eval/metrics.json",
+     "the target's dataset 'other' is not in config key 'datasets' (fashion_mnist)")])
+def test_a_target_outside_the_config_is_refused_naming_the_key(tmp_path, target, needle):
+    res = run_snakemake(workdir_with_configs(tmp_path / "wd"), *SMOKE, "-n", target, check=False)
+    assert res.returncode != 0 and needle in res.stdout + res.stderr and "KeyError" not in res.stdout + res.stderr
+
+
 def test_one_config_change_adds_only_its_runs(smoke_workdir):
     res = run_snakemake(smoke_workdir, *SMOKE, "-n", "--config", "seeds=[0,1,2]")
     jobs = planned_jobs(res)

@@ -183,14 +183,26 @@ def merged(base, update):
     return out
 
 
+def dataset_block(dataset):
+    """The config's block of a target's dataset; a `PipelineConfigError` naming the key when there is none."""
+    if dataset not in config["datasets"]:
+        raise PipelineConfigError(f"the target's dataset {dataset!r} is not in config key 'datasets' "
+                                  f"({', '.join(config['datasets'])}): add it, or give the --configfile that has it")
+    return config["datasets"][dataset]
+
+
 def run_config(dataset, method, variant, seed):
     """The settings of one run as the pipeline states them: the `run` section, the dataset's block,
     the method's options, the variant's option, the seed and the run's tags. The engine fills every
     key left out with its defaults (`mr2 configure`) and writes the result as the run's run.yaml."""
-    cfg = merged(config["run"], {key: config["datasets"][dataset].get(key, {}) for key in ("data", "model", "train")})
+    cfg = merged(config["run"], {key: dataset_block(dataset).get(key, {}) for key in ("data", "model", "train")})
     options = copy.deepcopy(config["method_options"].get(method, {}))
     tags = {"variant": variant, "dataset_key": dataset}
     if variant != DEFAULT_VARIANT:
+        if variant not in sweep_variants():
+            raise PipelineConfigError(f"the target's variant {variant!r} is neither {DEFAULT_VARIANT!r} nor one of config "
+                                      f"key 'sweeps' ({', '.join(sweep_variants()) or 'none'}): add it there, or give "
+                                      "the --configfile that has it")
         option, value = sweep_variants()[variant]
         options[option] = value
         tags["sweep"] = option
@@ -204,7 +216,7 @@ def run_config_yaml(wildcards):
 
 
 def data_config_yaml(wildcards):
-    block = merged(config["run"].get("data", {}), config["datasets"][wildcards.dataset]["data"])
+    block = merged(config["run"].get("data", {}), dataset_block(wildcards.dataset)["data"])
     return yaml.safe_dump({"data": block}, sort_keys=False)
 
 
