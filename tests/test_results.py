@@ -285,3 +285,27 @@ def test_held_out_groups_remove_the_regression_to_the_mean():
     assert np.mean(same) > 3.0  # points: hard − easy difference made by noise alone
     assert abs(np.mean(held)) < 1.0
     assert G.held_out_group_accuracy(per_class[per_class["seed"] == 0]).empty
+
+
+# ----------------------------------------------------------------------------- the HTML page
+def test_the_html_page_embeds_only_the_figures_under_the_report_folder(tmp_path):
+    """A config string from a stranger that looks like an image link stays text in its code block;
+    the report's own figure is embedded; a link out of the folder or to a missing file is an error."""
+    import base64
+
+    from mr2.results.html import report_html
+
+    (tmp_path / "figures").mkdir()
+    png = b"\x89PNG fake"
+    (tmp_path / "figures" / "a.png").write_bytes(png)
+    secret = tmp_path.parent / f"{tmp_path.name}_secret.txt"
+    secret.write_text("do not embed")
+    text = ("# Report\n\n![a](figures/a.png)\n\n## Configuration\n\n```yaml\n"
+            f"data: {{root: '![x]({secret})'}}\n```\n")
+    page = report_html(text, tmp_path)
+    assert f"data:image/png;base64,{base64.b64encode(png).decode()}" in page
+    assert f"![x]({secret})" in page and base64.b64encode(b"do not embed").decode() not in page
+    with pytest.raises(ValueError, match="lies outside"):
+        report_html(f"![x](../{secret.name})\n", tmp_path)
+    with pytest.raises(FileNotFoundError, match="is missing"):
+        report_html("![b](figures/b.png)\n", tmp_path)

@@ -4,6 +4,7 @@ the Markdown rendered with its tables, and every figure embedded as a data URI."
 from __future__ import annotations
 
 import base64
+import html as html_lib
 import re
 from pathlib import Path
 
@@ -11,29 +12,35 @@ import markdown
 
 from ..common.io import save_text
 
-IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+IMG_SRC = re.compile(r'(<img\b[^>]*?\bsrc=")([^"]+)(")')
 STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;line-height:1.45}"
          "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px}"
          "img{max-width:100%}code,pre{background:#f6f6f6}")
 
 
-def embed_images(text: str, base: Path) -> str:
-    """``![name](path)`` with ``path`` relative to ``base`` turned into a PNG data URI; a missing file
-    is an error naming it (a report never silently loses a figure)."""
+def embed_images(html: str, base: Path) -> str:
+    """Every ``<img src="path">`` of the rendered page, ``path`` relative to ``base``, turned into a
+    PNG data URI. Only images that the Markdown links (never text inside a code block, such as the
+    config's strings) and only files under ``base`` are embedded: a link outside it is an error, as
+    is a missing file (a report never silently loses a figure)."""
+    root = base.resolve()
 
     def inline(match: re.Match) -> str:
-        path = base / match.group(2)
+        src = html_lib.unescape(match.group(2))
+        path = (base / src).resolve()
+        if not path.is_relative_to(root):
+            raise ValueError(f"report figure {src} lies outside {base}; only figures under it are embedded")
         if not path.is_file():
             raise FileNotFoundError(f"report figure {path} is missing")
         data = base64.b64encode(path.read_bytes()).decode()
-        return f"![{match.group(1)}](data:image/png;base64,{data})"
+        return f"{match.group(1)}data:image/png;base64,{data}{match.group(3)}"
 
-    return IMAGE.sub(inline, text)
+    return IMG_SRC.sub(inline, html)
 
 
 def report_html(text: str, base: Path, title: str = "MR² replication report") -> str:
     """The Markdown report ``text`` (figure links relative to ``base``) as a standalone HTML page."""
-    body = markdown.markdown(embed_images(text, base), extensions=["tables", "fenced_code"])
+    body = embed_images(markdown.markdown(text, extensions=["tables", "fenced_code"]), base)
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>"
             f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n")
 
