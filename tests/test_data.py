@@ -1,5 +1,6 @@
 """Data layer: every loader on tiny generated files, the real Fashion-MNIST, splits, the prepared cache."""
 
+import re
 import gzip
 import json
 import pickle
@@ -443,3 +444,20 @@ def test_unknown_dataset_in_load_raw():
 def test_tensor_split_checks_lengths():
     with pytest.raises(ValueError, match="labels"):
         TensorSplit(torch.zeros(3, 1, 2, 2), torch.zeros(2, dtype=torch.int64))
+
+
+@pytest.mark.parametrize("cfg, error, needle", [
+    ({"name": "stanford_cars", "download": True}, ValueError, "download=True is not possible"),
+    ({"name": "imagenet", "download": True}, ValueError, "download=True is not supported"),
+    ({"name": "image_folder", "download": True}, ValueError, "needs root="),
+    ({"name": "oxford_pets", "root": "/nonexistent"}, FileNotFoundError, "not found: looked for /nonexistent"),
+    ({"name": "image_folder", "root": "/nonexistent"}, FileNotFoundError, "expected /nonexistent/train/<class>")])
+def test_the_config_check_refuses_what_the_loader_would(cfg, error, needle):
+    """check_available (the pipeline's data_config job) refuses before any job what prepare would
+    refuse after the others started, with the loader's own message."""
+    from mr2.engine.data.registry import check_available
+
+    with pytest.raises(error, match=re.escape(needle)):
+        check_available(cfg)
+    with pytest.raises(error, match=re.escape(needle)):
+        load_raw(**cfg)

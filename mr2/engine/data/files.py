@@ -116,12 +116,9 @@ def _scan(split_dir: Path, class_to_idx: dict[str, int]) -> tuple[list[str], lis
     return paths, labels
 
 
-def read_image_folder(root: Path) -> tuple[tuple[list[str], list[int]], tuple[list[str], list[int]], list[str]]:
-    """Paths and labels of ``root/train/<class>/*`` and of ``root/val`` (or ``root/test``).
-
-    Classes are the sorted names of the training folder's sub-folders; the evaluation folder
-    may not introduce a class the training folder lacks, and no training class may be empty.
-    """
+def image_folder_dirs(root: Path) -> tuple[Path, Path]:
+    """``root/train`` and the evaluation folder ``root/val`` (else ``root/test``) of an image-folder
+    set; a ``FileNotFoundError`` naming the layout when either is missing."""
     root = Path(root)
     train_dir = root / "train"
     if not train_dir.is_dir():
@@ -132,6 +129,16 @@ def read_image_folder(root: Path) -> tuple[tuple[list[str], list[int]], tuple[li
     eval_dir = next((root / s for s in ("val", "test") if (root / s).is_dir()), None)
     if eval_dir is None:
         raise FileNotFoundError(f"image folder {root}: no evaluation folder, expected {root}/val or {root}/test")
+    return train_dir, eval_dir
+
+
+def read_image_folder(root: Path) -> tuple[tuple[list[str], list[int]], tuple[list[str], list[int]], list[str]]:
+    """Paths and labels of ``root/train/<class>/*`` and of ``root/val`` (or ``root/test``).
+
+    Classes are the sorted names of the training folder's sub-folders; the evaluation folder
+    may not introduce a class the training folder lacks, and no training class may be empty.
+    """
+    train_dir, eval_dir = image_folder_dirs(root)
     classes = [p.name for p in _class_dirs(train_dir)]
     if not classes:
         raise ValueError(f"image folder {train_dir}: no class sub-folders")
@@ -211,6 +218,19 @@ def _samples_of(ds, where: Path) -> tuple[list[str], list[int]]:
     return paths, labels
 
 
+def check_torchvision_set(name: str, root: Path, download: bool) -> Path:
+    """The folder of fine-grained set ``name`` under ``root``; a ``ValueError`` when ``download`` is
+    asked of a set torchvision cannot download, a ``FileNotFoundError`` when the folder is absent
+    and no download is asked."""
+    spec = TORCHVISION_SETS[name]
+    where = Path(root) / spec.folder
+    if download and not spec.can_download:
+        raise ValueError(f"dataset {name!r}: download=True is not possible; {spec.how_to_get} ({where})")
+    if not download and not where.is_dir():
+        raise FileNotFoundError(f"dataset {name!r} not found: looked for {where}; {spec.how_to_get}")
+    return where
+
+
 def read_torchvision_set(
     name: str, root: Path, download: bool
 ) -> tuple[tuple[list[str], list[int]], tuple[list[str], list[int]], list[str]]:
@@ -218,11 +238,7 @@ def read_torchvision_set(
     import torchvision.datasets as tvd
 
     spec = TORCHVISION_SETS[name]
-    where = Path(root) / spec.folder
-    if download and not spec.can_download:
-        raise ValueError(f"dataset {name!r}: download=True is not possible; {spec.how_to_get} ({where})")
-    if not download and not where.is_dir():
-        raise FileNotFoundError(f"dataset {name!r} not found: looked for {where}; {spec.how_to_get}")
+    where = check_torchvision_set(name, root, download)
     cls: Callable = getattr(tvd, spec.cls_name)
     kwargs = dict(spec.extra)
 

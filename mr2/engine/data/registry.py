@@ -40,6 +40,8 @@ from .files import (
     TORCHVISION_SETS,
     FileSplit,
     check_files_exist,
+    check_torchvision_set,
+    image_folder_dirs,
     read_image_folder,
     read_torchvision_set,
 )
@@ -160,15 +162,21 @@ def _torchvision_loader(name: str) -> Callable:
     return load
 
 
+def folder_root(name: str, root, download: bool) -> Path:
+    """The root of image-folder set ``name`` (``root``, or the default data folder's ``name``); a
+    ``ValueError`` for ``image_folder`` without a root or for ``download`` (nothing to download)."""
+    if root is None:
+        if name == "image_folder":
+            raise ValueError("dataset 'image_folder' needs root= (a folder holding train/ and val/ or test/)")
+        root = DEFAULT_DATA_ROOT / name
+    if download:
+        raise ValueError(f"dataset {name!r}: download=True is not supported; place the images under {root}")
+    return Path(root)
+
+
 def _folder_loader(name: str) -> Callable:
     def load(root, download):
-        if root is None:
-            if name == "image_folder":
-                raise ValueError("dataset 'image_folder' needs root= (a folder holding train/ and val/ or test/)")
-            root = DEFAULT_DATA_ROOT / name
-        if download:
-            raise ValueError(f"dataset {name!r}: download=True is not supported; place the images under {root}")
-        (trp, trl), (tep, tel), classes = read_image_folder(Path(root))
+        (trp, trl), (tep, tel), classes = read_image_folder(folder_root(name, root, download))
         return (trp, torch.tensor(trl, dtype=torch.int64)), (tep, torch.tensor(tel, dtype=torch.int64)), classes
 
     return load
@@ -191,7 +199,13 @@ def check_available(cfg: dict) -> dict:
     missing dataset is a FileNotFoundError saying where it was looked for and how to get it."""
     out = resolve_config(cfg)
     name, root, download = out["name"], out["root"], out["download"]
-    if download or name in ("mnist1d", "digits"):
+    if name in ("mnist1d", "digits"):
+        return out
+    if name in TORCHVISION_SETS:
+        check_torchvision_set(name, Path(root if root is not None else DEFAULT_DATA_ROOT), download)
+    elif name not in ("fashion_mnist", "cifar100"):  # image folders
+        image_folder_dirs(folder_root(name, root, download))
+    if download:
         return out
     if name == "fashion_mnist":
         dirs = _fashion_mnist_dirs(root)
@@ -201,16 +215,6 @@ def check_available(cfg: dict) -> dict:
         folder = Path(root if root is not None else DEFAULT_DATA_ROOT) / "cifar-100-python"
         if not folder.is_dir():
             raise FileNotFoundError(f"cifar100: {folder} not found; set download: true or unpack cifar-100-python.tar.gz there")
-    elif name in TORCHVISION_SETS:
-        where = Path(root if root is not None else DEFAULT_DATA_ROOT) / TORCHVISION_SETS[name].folder
-        if not where.is_dir():
-            raise FileNotFoundError(f"dataset {name!r} not found: looked for {where}; {TORCHVISION_SETS[name].how_to_get}")
-    else:  # image folders
-        where = Path(root) if root is not None else DEFAULT_DATA_ROOT / name
-        if root is None and name == "image_folder":
-            raise ValueError("dataset 'image_folder' needs root= (a folder holding train/ and val/ or test/)")
-        if not (where / "train").is_dir():
-            raise FileNotFoundError(f"dataset {name!r} not found: no {where / 'train'} folder (layout: root/train/<class>/*)")
     return out
 
 
