@@ -17,11 +17,21 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
     || echo "[setup] WARNING: could not install dataset-fashion-mnist (no root?); fashion_mnist will need download: true" >&2
 fi
 
-"$PY" -c 'import sys; assert sys.version_info >= (3, 11), "mr2 needs Python >= 3.11, found " + sys.version' 
+"$PY" -c 'import sys; assert sys.version_info >= (3, 11), "mr2 needs Python >= 3.11, found " + sys.version'
+# Debian's own Python makes venvs only with its pythonX.Y-venv package (ensurepip).
+if ! "$PY" -c 'import ensurepip' 2>/dev/null; then
+  PKG="python$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-venv"
+  echo "[setup] installing Debian's $PKG (venv needs ensurepip)"
+  as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$PKG" \
+    || { echo "[setup] ERROR: $PY has no ensurepip and $PKG could not be installed (no root?)" >&2; exit 1; }
+fi
 if [ ! -x "$VENV/bin/python" ]; then
   echo "[setup] creating venv at $VENV"
   mkdir -p "$(dirname "$VENV")"
   "$PY" -m venv "$VENV"
+elif ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then  # left without pip by a failed creation
+  echo "[setup] repairing venv at $VENV (no pip)"
+  "$VENV/bin/python" -m ensurepip --upgrade >/dev/null || "$PY" -m venv --clear "$VENV"
 fi
 REQ=requirements.txt
 [ "${MR2_LOCKED:-0}" = 1 ] && REQ=requirements.lock

@@ -1,6 +1,8 @@
 """The shell scripts stay runnable: syntax, and the GPU check's tests and benchmark cases exist."""
 
+import hashlib
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -77,3 +79,17 @@ def test_loss_benchmark_across_processes_reports_the_ratio_range():
     assert len(rows) == 1 and rows[0].startswith("| cpu | 10 | 8 | 4 |")
     low, high = map(float, re.search(r"\((\d+\.\d)–(\d+\.\d)×\) \|$", rows[0]).groups())
     assert low <= high and "2/2 done" in res.stderr
+
+
+def test_setup_repairs_a_venv_that_a_failed_creation_left_without_pip(tmp_path):
+    """Debian's venv without its pythonX.Y-venv package leaves bin/python and no pip; the set-up
+    must not skip such a venv as made. (Its requirements are marked installed here, so only the
+    repair runs; the editable install after it needs setuptools, which this bare venv lacks.)"""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    digest = hashlib.sha256((REPO / "requirements.txt").read_bytes()).hexdigest()[:16]
+    (venv / f".mr2-{digest}").touch()
+    res = subprocess.run(["bash", str(REPO / "scripts" / "setup.sh")], capture_output=True, text=True,
+                         env={**os.environ, "MR2_VENV": str(venv)}, timeout=300)
+    assert "[setup] repairing venv" in res.stdout
+    assert subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "--version"], capture_output=True).returncode == 0
