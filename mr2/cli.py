@@ -255,9 +255,9 @@ def results_step(args) -> None:
         t = results.read_tables(args.tables, ("per_class", "runs", "groups"))
         out = Path(args.out)
         figures = {p.stem: str(p.relative_to(out.parent)) for p in sorted(Path(args.figures).glob("*.png"))}
-        config = load_yaml(Path(args.config).read_text())
-        md = (Path(args.tables) / "results.md").read_text()
-        sections = [Path(path).read_text() for path in args.section]
+        config = load_yaml(Path(args.config).read_text(encoding="utf-8"))
+        md = (Path(args.tables) / "results.md").read_text(encoding="utf-8")
+        sections = [Path(path).read_text(encoding="utf-8") for path in args.section]
         write_report(t, md, figures, out, args.captions, config, reference=args.reference, analysis=args.analysis,
                      sections=sections, html_out=args.html)
         print(f"[report] {out}" + (f" and {args.html}" if args.html else ""))

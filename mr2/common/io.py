@@ -67,7 +67,7 @@ def remove_stray_temporaries(*paths: str | os.PathLike) -> None:
 
 def save_text(text: str, path: str | os.PathLike) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(text)
+        tmp.write_text(text, encoding="utf-8")
 
 
 def save_yaml(obj: Any, path: str | os.PathLike) -> None:

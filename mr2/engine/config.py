@@ -217,6 +217,6 @@ def resolve(files: list[str | Path] = (), sets: list[str] = (), base: dict | Non
         path = Path(f)
         if not path.is_file():
             raise ConfigError(f"config file not found: {path}")
-        cfg = deep_merge(cfg, load_mapping(path.read_text(), f"config file {path}"))
+        cfg = deep_merge(cfg, load_mapping(path.read_text(encoding="utf-8"), f"config file {path}"))
     cfg = deep_merge(cfg, parse_set(list(sets)))
     return validate(cfg)

@@ -150,4 +150,4 @@ def caption(report_dir: Path, name: str) -> str:
     path = Path(report_dir) / f"{name}.rst"
     if not path.is_file():
         raise FileNotFoundError(f"caption {path} not found; give --captions the workflow's report folder")
-    return path.read_text().strip()
+    return path.read_text(encoding="utf-8").strip()

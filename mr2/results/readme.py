@@ -42,7 +42,7 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md
     if not re.fullmatch(r"[\w.-]+", name):
         raise ValueError(f"snapshot name {name!r}: letters, digits, _ . - only")
     readme, tables = Path(readme), Path(tables)
-    text = readme.read_text()
+    text = readme.read_text(encoding="utf-8")
     begin, end = markers(name)
     if begin not in text or end not in text:
         raise ValueError(f"{readme} has no block {begin} ... {end} to fill")
@@ -52,7 +52,7 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md
         if not (tables / file).is_file():
             raise FileNotFoundError(f"{tables / file} not found; run the pipeline's results_table step first")
         shutil.copyfile(tables / file, folder / file)
-    md = (folder / "results.md").read_text().strip("\n")
+    md = (folder / "results.md").read_text(encoding="utf-8").strip("\n")
     head, rest = text.split(begin, 1)
     save_text(f"{head}{begin}\n{md}\n{end}{rest.split(end, 1)[1]}", readme)
     return folder

@@ -70,11 +70,11 @@ def _with_keys(frame: pd.DataFrame, keys: dict[str, Any]) -> pd.DataFrame:
 def read_run(run_dir: str | Path, eval_subdir: str = EVAL_SUBDIR) -> dict[str, pd.DataFrame]:
     """The per_class, runs (one row) and epochs tables of one run directory."""
     run_dir = Path(run_dir)
-    cfg = yaml.safe_load(_need(run_dir / "config.yaml").read_text())
+    cfg = yaml.safe_load(_need(run_dir / "config.yaml").read_text(encoding="utf-8"))
     keys = run_keys(cfg)
     ev = run_dir / eval_subdir
     per_class = pd.read_csv(_need(ev / "per_class.csv"))
-    metrics = json.loads(_need(ev / "metrics.json").read_text())
+    metrics = json.loads(_need(ev / "metrics.json").read_text(encoding="utf-8"))
     for name, found in (("per_class.csv", per_class), ("metrics.json", metrics)):
         for key in ("method", "variant", "seed"):
             values = set(found[key]) if isinstance(found, pd.DataFrame) else {found.get(key)}
