@@ -31,12 +31,14 @@ Tables (``analyse``), all tidy, each row carrying dataset, method, variant:
                          γ_k logged after each epoch (epochs.csv; MR² methods only).
                          x = "erm_error" against y = each statistic (link 1 and 2);
                          x = a_k (per norm) against y = its two parts (what drives a_k);
-                         x = "gamma" or "erm_error" against y = "change" (link 3).
+                         x = "gamma" or "erm_error_other_seeds" against y = "change" (link 3;
+                         ERM's error on the other seeds, since change holds this seed's).
   correlation_summary    the same over seeds: n_seeds, n_defined, rho_mean, rho_lo, rho_hi.
   decomposition          a row per run, class and norm p (2, 3, 5): ‖μ̂_k‖_p², ‖ŝ_k‖_p², a_k,
                          and the shares mean_share = ‖μ̂_k‖²/a_k, spread_share = ‖ŝ_k‖²/a_k.
   decomposition_summary  the same, mean over seeds, with ERM's accuracy, the class's group and name.
-  margins                a row per run and class: class_name, erm_error, group, final γ_k, and change, the
+  margins                a row per run and class: class_name, erm_error (and erm_error_other_seeds),
+                         group, final γ_k, and change, the
                          accuracy change over the reference of the same seed (NaN for the
                          reference itself and for seeds it lacks).
 
@@ -87,8 +89,9 @@ def difficulty(per_class: pd.DataFrame, reference: str = "erm", variant: str = D
 def margins_table(per_class: pd.DataFrame, groups: pd.DataFrame, reference: str = "erm",
                   variant: str = DEFAULT_VARIANT) -> pd.DataFrame:
     """A row per run and class: class_name, erm_error, erm_accuracy, group, gamma (final γ_k; 1
-    where a method has none) and change = accuracy − the reference's accuracy in the same dataset,
-    seed and class (NaN for the reference itself and where that seed has no reference run)."""
+    where a method has none), change = accuracy − the reference's accuracy in the same dataset,
+    seed and class (NaN for the reference itself and where that seed has no reference run), and
+    erm_error_other_seeds = 1 − the reference's mean accuracy over its other seeds (NaN with none)."""
     diff = difficulty(per_class, reference, variant)
     ref = per_class[(per_class["method"] == reference) & (per_class["variant"] == variant)]
     ref = ref[["dataset", "seed", "class", "accuracy"]].rename(columns={"accuracy": "ref_accuracy"})
@@ -97,11 +100,17 @@ def margins_table(per_class: pd.DataFrame, groups: pd.DataFrame, reference: str 
         frame["gamma"] = 1.0
     frame = frame.merge(diff, on=["dataset", "class"], how="left").merge(ref, on=["dataset", "seed", "class"], how="left")
     frame["change"] = frame["accuracy"] - frame["ref_accuracy"]
+    # the reference's error on the other seeds: against `change`, which holds this seed's reference
+    # accuracy, an error that holds it too correlates that noise with itself (regression to the mean)
+    totals = ref.groupby(["dataset", "class"])["ref_accuracy"].agg(ref_sum="sum", ref_n="count").reset_index()
+    frame = frame.merge(totals, on=["dataset", "class"], how="left")
+    others = frame["ref_n"] - frame["ref_accuracy"].notna()
+    frame["erm_error_other_seeds"] = (1.0 - (frame["ref_sum"] - frame["ref_accuracy"].fillna(0.0)) / others).where(others > 0)
     is_ref = (frame["method"] == reference) & (frame["variant"] == variant)
     frame.loc[is_ref, "change"] = math.nan
     frame = frame.merge(groups[["dataset", "class", "group"]], on=["dataset", "class"], how="left")
     frame = frame.merge(class_names(per_class), on=["dataset", "class"], how="left")
-    return frame.drop(columns="ref_accuracy")
+    return frame.drop(columns=["ref_accuracy", "ref_sum", "ref_n"])
 
 
 def decomposition(per_class: pd.DataFrame, tol: float = 1e-6) -> pd.DataFrame:
@@ -151,10 +160,10 @@ def final_correlations(per_class: pd.DataFrame, margins: pd.DataFrame) -> pd.Dat
     keys = RUN_KEYS
     stats_cols = [c for c in FINAL_STATISTICS if c in per_class]
     frame = per_class[keys + ["class"] + [c for c in stats_cols if c != "gamma"]].merge(
-        margins[keys + ["class", "erm_error", "gamma", "change"]], on=keys + ["class"], how="left")
+        margins[keys + ["class", "erm_error", "erm_error_other_seeds", "gamma", "change"]], on=keys + ["class"], how="left")
     pairs = [("erm_error", c) for c in stats_cols]
     pairs += [(f"a{s}", f"{part}{s}") for s in NORMS.values() for part in PARTS if f"a{s}" in frame]
-    pairs += [("gamma", "change"), ("erm_error", "change")]
+    pairs += [("gamma", "change"), ("erm_error_other_seeds", "change")]
     out = []
     for x, y in pairs:
         rho = grouped_spearman(frame, keys, x, y)
