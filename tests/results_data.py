@@ -115,3 +115,11 @@ def write_run(root, dataset, method, variant, seed, k=4, dataset_key=None, epoch
                "std_class_acc": float(acc.std()), "n_test": 10 * k, "config": cfg}
     (run / "eval" / "metrics.json").write_text(json.dumps(metrics))
     return run
+
+
+def noise_twin(rng, seeds=3, classes=30, sd=0.05):
+    """per_class rows of ERM and of a "twin" equal to it in distribution: every class's accuracy
+    0.7 plus independent noise, in every run (for the checks of regression to the mean)."""
+    return pd.DataFrame([{"dataset": "d", "method": m, "variant": "default", "seed": s, "class": c,
+                          "accuracy": 0.7 + rng.normal(0, sd)}
+                         for m in ("erm", "twin") for s in range(seeds) for c in range(classes)])

@@ -154,9 +154,7 @@ def test_the_gains_correlation_takes_erm_error_from_the_other_seeds(result):
     rng = np.random.default_rng(0)
     same, held = [], []
     for _ in range(30):
-        rows = [{"dataset": "d", "method": meth, "variant": "default", "seed": seed, "class": c,
-                 "accuracy": 0.7 + rng.normal(0, 0.05)} for meth in ("erm", "twin") for seed in range(3) for c in range(30)]
-        frame = pd.DataFrame(rows)
+        frame = rd.noise_twin(rng, seeds=3)
         margins = premise_tables.margins_table(frame, difficulty_table(frame))
         twin = margins[margins["method"] == "twin"]
         for out, x in ((same, "erm_error"), (held, "erm_error_other_seeds")):

@@ -275,9 +275,7 @@ def test_held_out_groups_remove_the_regression_to_the_mean():
     rng = np.random.default_rng(0)
     same, held = [], []
     for _ in range(40):
-        rows = [{"dataset": "d", "method": m, "variant": "default", "seed": s, "class": c,
-                 "accuracy": 0.7 + rng.normal(0, 0.05)} for m in ("erm", "twin") for s in range(4) for c in range(30)]
-        per_class = pd.DataFrame(rows)
+        per_class = syn.noise_twin(rng, seeds=4)
         for out, per_run in ((same, G.run_group_accuracy(per_class, G.difficulty_table(per_class))),
                              (held, G.held_out_group_accuracy(per_class))):
             d = R.paired(per_run, "d", "twin", "erm", "hard")["diff"] - R.paired(per_run, "d", "twin", "erm", "easy")["diff"]
