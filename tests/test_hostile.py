@@ -1,0 +1,185 @@
+"""Issue 27: hostile and careless inputs, round two.
+
+No script from a config or a CSV in the report; no silent leak between the splits of an image folder;
+names anchored to the whole string; spreadsheet formulas and math-text markup in class names made
+harmless; byte-identical artefacts across reruns and resumes; one-line errors for a damaged
+checkpoint, bad seeds, a full disk, a bad report config and an empty validation split.
+"""
+
+import errno
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from mr2.common import io
+from mr2.engine import config as run_config
+from mr2.engine.checkpoint import load_torch, save_torch
+from mr2.engine.evaluate import evaluate
+from mr2.engine.train import CHECKPOINT, TIMINGS, train
+
+REPO = Path(__file__).resolve().parents[1]
+QUICK = {"epochs": 2, "batch_size": 64, "warmup_epochs": 0, "flip": False, "crop_padding": 1}
+
+
+def run_cfg(**update):
+    base = {"data": {"name": "digits"}, "model": {"name": "mlp"}, "method": {"name": "mr2"}, "threads": 1,
+            "train": QUICK}
+    return run_config.deep_merge(run_config.deep_merge(run_config.DEFAULTS, base), update)
+
+
+def mr2(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "mr2", *args], capture_output=True, text=True, env=env, cwd=REPO)
+
+
+def one_line_error(res: subprocess.CompletedProcess, *needles: str, code: int = 2) -> str:
+    lines = res.stderr.strip().splitlines()
+    assert res.returncode == code, (res.returncode, res.stderr[-2000:])
+    assert "Traceback" not in res.stderr and len(lines) == 1 and lines[0].startswith("error: "), res.stderr[-2000:]
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+    return lines[0]
+
+
+class Stop(Exception):
+    pass
+
+
+def stop_after_epoch(n: int):
+    """A ``log`` that interrupts ``train`` once epoch ``n`` is logged (its checkpoint is written)."""
+    def log(message: str) -> None:
+        if f" epoch {n}/" in message:
+            raise Stop
+
+    return log
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+# ------------------------------------------------------------------ byte-identical artefacts
+RECORD = ["model.pt", "config.yaml", "epochs.csv", "eval/per_class.csv", "eval/confusion.csv", "eval/metrics.json"]
+
+
+def test_reruns_and_a_resumed_run_give_byte_identical_artefacts(digits, tmp_path):
+    cfg = run_cfg()
+    for name in ("a", "b"):
+        train(cfg, digits, tmp_path / name, log=lambda *_: None)
+    with pytest.raises(Stop):
+        train(cfg, digits, tmp_path / "resumed", log=stop_after_epoch(1))
+    assert (tmp_path / "resumed" / CHECKPOINT).is_file() and not (tmp_path / "resumed" / "model.pt").exists()
+    # the checkpoint of an interrupted run is the same bytes as that of another run stopped there
+    with pytest.raises(Stop):
+        train(cfg, digits, tmp_path / "resumed2", log=stop_after_epoch(1))
+    assert sha256(tmp_path / "resumed" / CHECKPOINT) == sha256(tmp_path / "resumed2" / CHECKPOINT)
+    train(cfg, digits, tmp_path / "resumed", log=lambda *_: None)
+    for name in ("a", "b", "resumed"):
+        evaluate(tmp_path / name, digits, tmp_path / name / "eval", device="cpu")
+    sums = {name: {f: sha256(tmp_path / name / f) for f in RECORD} for name in ("a", "b", "resumed")}
+    assert sums["a"] == sums["b"] == sums["resumed"]
+    # the wall-clock seconds are kept, beside the outputs of record: one row per epoch, the resumed
+    # run's first epoch from before the interruption
+    for name in ("a", "resumed"):
+        timings = pd.read_csv(tmp_path / name / TIMINGS)
+        assert list(timings["epoch"]) == [1, 2] and (timings["seconds"] > 0).all()
+    assert "seconds" not in set(pd.read_csv(tmp_path / "a" / "epochs.csv")["name"])
+
+
+def test_torch_files_do_not_depend_on_the_temporary_file_name(tmp_path):
+    obj = {"w": torch.arange(6.0).reshape(2, 3), "epoch": 3}
+    save_torch(obj, tmp_path / "one.pt")
+    save_torch(obj, tmp_path / "two.pt")
+    assert sha256(tmp_path / "one.pt") == sha256(tmp_path / "two.pt")
+    assert torch.equal(load_torch(tmp_path / "two.pt")["w"], obj["w"])
+
+
+# ------------------------------------------------------------------ one line, never a traceback
+@pytest.fixture
+def interrupted(digits, tmp_path):
+    cfg, out = run_cfg(), tmp_path / "run"
+    with pytest.raises(Stop):
+        train(cfg, digits, out, log=stop_after_epoch(1))
+    return cfg, out, load_torch(out / CHECKPOINT)
+
+
+def damage_shape(ckpt):
+    state = {part: dict(tensors) for part, tensors in ckpt["state"].items()}
+    name = next(iter(state["model"]))
+    state["model"][name] = torch.zeros(3)
+    return {**ckpt, "state": state}
+
+
+def damage_values(ckpt):
+    state = {part: {k: v.clone() for k, v in tensors.items()} for part, tensors in ckpt["state"].items()}
+    name = next(k for k, v in state["model"].items() if v.is_floating_point())
+    state["model"][name].fill_(float("nan"))
+    return {**ckpt, "state": state}
+
+
+@pytest.mark.parametrize("damage", [damage_shape, damage_values,
+                                    lambda c: {**c, "state": {"model": {}}},
+                                    lambda c: {**c, "optimizer": {"state": {}, "param_groups": []}},
+                                    lambda c: {**c, "epoch": "1"}],
+                         ids=["misshapen", "nan", "missing", "optimizer", "epoch"])
+def test_a_damaged_checkpoint_of_the_same_config_is_one_line_naming_it(interrupted, digits, damage):
+    cfg, out, ckpt = interrupted
+    save_torch(damage(ckpt), out / CHECKPOINT)
+    cfg_file = out.parent / "cfg.yaml"
+    io.save_yaml(cfg, cfg_file)
+    res = mr2("train", "--config", str(cfg_file), "--data", str(digits), "--out", str(out))
+    line = one_line_error(res, str(out / CHECKPOINT), "damaged", code=2)
+    assert "diverged" not in line
+    assert not (out / "model.pt").exists()
+
+
+def test_a_full_disk_is_one_line_naming_the_file(monkeypatch, tmp_path):
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(io.DiskFullError, match=rf"the disk is full: could not write {tmp_path / 'a.csv'}"):
+        io.save_csv(pd.DataFrame({"x": [1]}), tmp_path / "a.csv")
+    assert list(tmp_path.iterdir()) == []  # nor a temporary left behind
+    other = OSError(errno.EACCES, "Permission denied")
+    monkeypatch.setattr(os, "fsync", lambda *a: (_ for _ in ()).throw(other))
+    with pytest.raises(OSError) as err:
+        io.save_text("x", tmp_path / "b.txt")
+    assert err.value is other  # other errors pass through unchanged
+
+
+def test_cli_reports_a_full_disk_in_one_line(tmp_path):
+    """The CLI turns a DiskFullError into one line and exit code 2 (ENOSPC raised in the writer)."""
+    code = ("import errno, os, sys; from mr2 import cli; "
+            "os.fsync = lambda fd: (_ for _ in ()).throw(OSError(errno.ENOSPC, 'No space left on device')); "
+            f"sys.exit(cli.main(['configure', '--run', 'method: {{name: erm}}', '--out', {str(tmp_path / 'r.yaml')!r}]))")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, cwd=REPO)
+    one_line_error(res, "disk is full", str(tmp_path / "r.yaml"))
+
+
+def test_report_with_a_config_that_is_not_yaml_is_one_line(tmp_path):
+    bad = tmp_path / "pipeline.yaml"
+    bad.write_text("datasets: [a, b\nmethods: {")
+    res = mr2("report", "--tables", str(tmp_path / "tables"), "--figures", str(tmp_path), "--captions", str(tmp_path),
+              "--config", str(bad), "--out", str(tmp_path / "report.md"))
+    one_line_error(res, str(bad), "not valid YAML")
+
+
+def test_best_val_refusal_names_train_cap_when_the_cap_empties_validation(tmp_path):
+    from mr2.engine.data import prepare_dataset
+    from mr2.engine.train import Runner
+
+    data = {"name": "digits", "train_cap": 1, "val_fraction": 0.2}
+    prepare_dataset(data, tmp_path / "d.pt")
+    cfg = run_config.resolve(sets=[f"data.{k}={v}" for k, v in data.items()] + ["train.select=best_val", "device=cpu"])
+    with pytest.raises(run_config.ConfigError) as err:
+        Runner(cfg, tmp_path / "d.pt", tmp_path / "run", log=lambda *_: None)
+    assert "data.train_cap 1" in str(err.value) and "val_fraction 0)" not in str(err.value)
+    assert "data.val_fraction 0.2 of at most 1 training samples per class" in str(err.value)
