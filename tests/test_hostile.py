@@ -183,3 +183,11 @@ def test_best_val_refusal_names_train_cap_when_the_cap_empties_validation(tmp_pa
         Runner(cfg, tmp_path / "d.pt", tmp_path / "run", log=lambda *_: None)
     assert "data.train_cap 1" in str(err.value) and "val_fraction 0)" not in str(err.value)
     assert "data.val_fraction 0.2 of at most 1 training samples per class" in str(err.value)
+
+
+@pytest.mark.parametrize("value", [2**64, 2**70])
+def test_a_run_seed_beyond_64_bits_is_refused_naming_the_key(value):
+    with pytest.raises(run_config.ConfigError, match=rf"config key 'seed' must be below 2\*\*64, got {value}"):
+        run_config.resolve(sets=[f"seed={value}"])
+    run_config.resolve(sets=[f"seed={2**64 - 1}"])  # the largest seed torch takes
+    torch.Generator().manual_seed(2**64 - 1)
