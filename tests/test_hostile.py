@@ -191,3 +191,86 @@ def test_a_run_seed_beyond_64_bits_is_refused_naming_the_key(value):
         run_config.resolve(sets=[f"seed={value}"])
     run_config.resolve(sets=[f"seed={2**64 - 1}"])  # the largest seed torch takes
     torch.Generator().manual_seed(2**64 - 1)
+
+
+# ------------------------------------------------------------------ hostile strings through the results chain
+SCRIPT = "fm<img src=x onerror=alert(1)>"
+FORMULA = '=HYPERLINK("http://evil.example","x")'
+MATH = ["$\\frac{", "$\\frac{$", "a$b", "$x$", "@SUM(A1)", "-2+3", "+1", "\tTAB"]
+
+
+def hostile_runs(root):
+    """Fake run folders (tests/results_data.py's formats) whose dataset is ``SCRIPT`` and whose class
+    names are a spreadsheet formula and math-text markup."""
+    from results_data import write_run
+
+    names = [FORMULA, *MATH]
+    runs = []
+    for method in ("erm", "mr2"):
+        for seed in (0, 1, 2):
+            run = write_run(root, SCRIPT, method, "default", seed, k=len(names), dataset_key="fmx")
+            per_class = pd.read_csv(run / "eval" / "per_class.csv")
+            per_class["class_name"] = names
+            per_class.to_csv(run / "eval" / "per_class.csv", index=False)  # as a stranger's file, unneutralised
+            cfg = run / "config.yaml"
+            cfg.write_text(cfg.read_text().replace("dataset_key: fmx", f"dataset_key: '{SCRIPT}'"))
+            runs.append(str(run))
+    return runs
+
+
+def test_spreadsheet_formulas_are_neutralised_in_every_csv_and_numbers_kept(tmp_path):
+    names = [FORMULA, *MATH, "plain", "-0.5", "1e-3"]
+    expected = ["'" + FORMULA, "$\\frac{", "$\\frac{$", "a$b", "$x$", "'@SUM(A1)", "'-2+3", "+1", "'\tTAB",
+                "plain", "-0.5", "1e-3"]
+    frame = pd.DataFrame({"class_name": names, "value": range(len(names))})
+    io.save_csv(frame, tmp_path / "t.csv")
+    back = pd.read_csv(tmp_path / "t.csv", dtype={"class_name": str}, keep_default_na=False)
+    assert list(back["class_name"]) == expected
+    assert list(back["value"]) == list(range(len(names)))
+    assert list(frame["class_name"]) == names  # the caller's frame is left as it was
+    assert io.spreadsheet_safe("\rCR") == "'\rCR" and io.spreadsheet_safe(3) == 3
+
+
+def test_hostile_names_are_inert_in_tables_figures_report_and_page(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from mr2.results import tables as results
+    from mr2.results.figures import make_figures
+    from mr2.results.groups import difficulty_table
+    from mr2.results.report import write_report
+
+    runs = hostile_runs(tmp_path)
+    t = results.aggregate(runs)
+    assert set(t["runs"]["dataset"]) == {SCRIPT}
+    t["groups"] = difficulty_table(t["per_class"], reference="erm")
+    out = tmp_path / "tables"
+    results.write_tables(t, out)
+    # every CSV the results layer writes: no cell a spreadsheet would run
+    for csv in out.glob("*.csv"):
+        cells = pd.read_csv(csv, dtype=str, keep_default_na=False).to_numpy().ravel()
+        assert not [c for c in cells if c[:1] in ("=", "@", "\t", "\r") or c.startswith("-2+")], csv
+    per_class = pd.read_csv(out / "per_class.csv")
+    assert "'" + FORMULA in set(per_class["class_name"])
+    table = results.results_table(t["per_class"], t["runs"], t["groups"], reference="erm")
+    results.write_results_table(table, out / "results.csv", out / "results.md", reference="erm")
+    # figures with math-text markup in class and dataset names are written
+    figures = make_figures(results.read_tables(out, ("per_class", "runs", "epochs", "groups")), t["groups"],
+                           tmp_path / "figures")
+    assert all(p.is_file() for paths in figures.values() for p in paths)
+    from mr2.results.premise_figures import write_analysis
+
+    write_analysis(results.read_tables(out, ("per_class", "runs", "epochs", "groups")), tmp_path / "analysis")
+    config = {"datasets": {SCRIPT: {"data": {"name": "</code></pre><script>alert(2)</script>"}}},
+              "note": "x\n```\n<script>alert(3)</script>\n````\n<b>bold</b>"}
+    md_path, page = tmp_path / "report.md", tmp_path / "report_page.html"
+    figs = {p.stem: str(p.relative_to(tmp_path)) for p in sorted((tmp_path / "figures").glob("*.png"))}
+    body = write_report(results.read_tables(out, ("per_class", "runs", "groups")),
+                        (out / "results.md").read_text(encoding="utf-8"), figs, md_path, REPO / "workflow" / "report",
+                        config, analysis=tmp_path / "analysis", html_out=page)
+    html = page.read_text(encoding="utf-8")
+    for live in ("<script", "<img src=x", "onerror=alert(1)>", "<b>"):
+        assert live not in html and live not in body.split("## Configuration")[0], live
+    assert "fm&lt;img src=x onerror=alert(1)&gt;" in html  # shown, as text
+    assert "&lt;script&gt;alert(3)&lt;/script&gt;" in html  # the config stays in its code block
+    assert "Does the premise hold?" in body and (tmp_path / "analysis" / "premise_margins.png").is_file()
