@@ -274,3 +274,59 @@ def test_hostile_names_are_inert_in_tables_figures_report_and_page(tmp_path):
     assert "fm&lt;img src=x onerror=alert(1)&gt;" in html  # shown, as text
     assert "&lt;script&gt;alert(3)&lt;/script&gt;" in html  # the config stays in its code block
     assert "Does the premise hold?" in body and (tmp_path / "analysis" / "premise_margins.png").is_file()
+
+
+# ------------------------------------------------------------------ image folders: no silent leak
+def image_folder(root, classes=("alpha", "beta"), per_split=(("train", 3), ("val", 2))):
+    """root/<split>/<class>/<i>.png, tiny solid images."""
+    from PIL import Image
+
+    for split, n in per_split:
+        for c, name in enumerate(classes):
+            (root / split / name).mkdir(parents=True, exist_ok=True)
+            for i in range(n):
+                Image.new("RGB", (6, 5), (40 * c, 10 * i, 90)).save(root / split / name / f"{i}.png")
+    return root
+
+
+def prepare_folder(root, out):
+    from mr2.engine.data import prepare_dataset
+
+    return prepare_dataset({"name": "image_folder", "root": str(root), "image_size": 4, "val_fraction": 0.0}, out)
+
+
+@pytest.mark.parametrize("link, target, needle", [
+    ("train/all", ".", "class folder {root}/train/all resolves to"),
+    ("val/alpha2", "../train/alpha", "class folder {root}/val/alpha2 resolves to"),
+    ("train/loop", "loop", "{root}/train/loop is a symlink loop"),
+    ("train/alpha/again.png", "../beta/0.png", "{root}/train/alpha/again.png and {root}/train/beta/0.png are the same image"),
+    ("val/alpha/leak.png", "../../train/alpha/1.png", "{root}/train/alpha/1.png and {root}/val/alpha/leak.png are the same image file"),
+    ("train/beta/sub", "..", None),  # a symlinked sub-folder is not followed: nothing counted twice
+], ids=["class-is-split", "val-class-in-train", "loop", "image-twice", "image-in-two-splits", "subfolder-link"])
+def test_image_folder_links_that_would_leak_are_refused_naming_the_path(tmp_path, link, target, needle):
+    root = image_folder(tmp_path / "set")
+    os.symlink(target, root / link)
+    if link == "val/alpha2":
+        (root / "train" / "alpha2").mkdir()  # the class exists in training: only the link is wrong
+        (root / "train" / "alpha2" / "x.png").write_bytes((root / "train" / "beta" / "2.png").read_bytes())
+    if needle is None:
+        prepare_folder(root, tmp_path / "d.pt")
+        data = load_torch(tmp_path / "d.pt")
+        assert len(data["splits"]["train"]["paths"]) == 6
+        return
+    res = mr2("prepare", "--set", "data.name=image_folder", "--set", f"data.root={root}", "--set", "data.image_size=4",
+              "--set", "data.val_fraction=0.0", "--out", str(tmp_path / "d.pt"))
+    one_line_error(res, needle.format(root=root))
+    assert not (tmp_path / "d.pt").exists()
+
+
+def test_a_file_that_is_no_image_is_found_by_prepare_naming_it(tmp_path):
+    root = image_folder(tmp_path / "set")
+    bad = root / "val" / "beta" / "notes.png"
+    bad.write_text("not an image\n" * 50)
+    res = mr2("prepare", "--set", "data.name=image_folder", "--set", f"data.root={root}", "--set", "data.image_size=4",
+              "--out", str(tmp_path / "d.pt"))
+    one_line_error(res, str(bad), "not a readable image")
+    assert not (tmp_path / "d.pt").exists()
+    bad.unlink()
+    prepare_folder(root, tmp_path / "d.pt")  # the same set without it prepares
