@@ -99,6 +99,8 @@ def test_sigkill_then_resume_gives_identical_results(digits, tmp_path):
     sb = torch.load(tmp_path / "straight" / "model.pt", weights_only=False)["state"]
     for part in ("model", "loss"):
         assert all(torch.equal(sa[part][k], sb[part][k]) for k in sa[part]), part
+    for name in ("model.pt", "epochs.csv", "config.yaml"):  # the same bytes, not only the same numbers
+        assert (killed / name).read_bytes() == (tmp_path / "straight" / name).read_bytes(), name
 
 
 def test_non_finite_loss_stops_with_a_clear_message_and_keeps_the_checkpoint(digits, tmp_path):
