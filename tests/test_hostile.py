@@ -147,6 +147,12 @@ def test_a_full_disk_is_one_line_naming_the_file(monkeypatch, tmp_path):
     with pytest.raises(io.DiskFullError, match=rf"the disk is full: could not write {tmp_path / 'a.csv'}"):
         io.save_csv(pd.DataFrame({"x": [1]}), tmp_path / "a.csv")
     assert list(tmp_path.iterdir()) == []  # nor a temporary left behind
+    monkeypatch.undo()
+    monkeypatch.setattr(torch, "save", full)  # the disk fills while a model is written
+    with pytest.raises(io.DiskFullError, match=rf"the disk is full: could not write {tmp_path / 'model.pt'}"):
+        save_torch({"w": torch.ones(3)}, tmp_path / "model.pt")
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.undo()
     other = OSError(errno.EACCES, "Permission denied")
     monkeypatch.setattr(os, "fsync", lambda *a: (_ for _ in ()).throw(other))
     with pytest.raises(OSError) as err:
