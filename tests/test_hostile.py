@@ -126,8 +126,9 @@ def damage_values(ckpt):
 @pytest.mark.parametrize("damage", [damage_shape, damage_values,
                                     lambda c: {**c, "state": {"model": {}}},
                                     lambda c: {**c, "optimizer": {"state": {}, "param_groups": []}},
-                                    lambda c: {**c, "epoch": "1"}],
-                         ids=["misshapen", "nan", "missing", "optimizer", "epoch"])
+                                    lambda c: {**c, "epoch": "1"},
+                                    lambda c: {**c, "best": {"val_acc": 0.5, "epoch": 1, "state": {"model": {}}}}],
+                         ids=["misshapen", "nan", "missing", "optimizer", "epoch", "best"])
 def test_a_damaged_checkpoint_of_the_same_config_is_one_line_naming_it(interrupted, digits, damage):
     cfg, out, ckpt = interrupted
     save_torch(damage(ckpt), out / CHECKPOINT)

@@ -339,7 +339,17 @@ def resume_from(ckpt: dict[str, Any], runner: Runner, ckpt_path: Path) -> tuple[
     bad = non_finite(runner)
     if bad:
         raise damaged(f"non-finite {', '.join(bad[:4])}")
+    if best is not None and not fits(best.get("state"), runner.state()):
+        raise damaged("its best epoch's weights do not fit the model")
     return epoch, rows, best
+
+
+def fits(saved: Any, state: dict[str, dict[str, torch.Tensor]]) -> bool:
+    """Whether ``saved`` holds a tensor of the same name and shape for every tensor of ``state``."""
+    return isinstance(saved, dict) and all(
+        isinstance(saved.get(part), dict) and saved[part].keys() == tensors.keys()
+        and all(isinstance(saved[part][k], torch.Tensor) and saved[part][k].shape == t.shape for k, t in tensors.items())
+        for part, tensors in state.items())
 
 
 def save_timings(timings: list[dict[str, Any]], path: Path) -> None:
