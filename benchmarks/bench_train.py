@@ -240,8 +240,8 @@ def concurrent_runs(n: int, args, prepared: Path, n_train: int, work: Path) -> d
     per_epoch = (n_train // args.batch) * args.batch  # the last partial batch is dropped
     rates = []
     for out in outs:
-        log = pd.read_csv(out / "epochs.csv").query("name == 'seconds' and epoch > 1")
-        rates.append(per_epoch / statistics.median(log["value"]))
+        log = pd.read_csv(out / "timings.csv").query("epoch > 1")
+        rates.append(per_epoch / statistics.median(log["seconds"]))
     together = sum(rates)
     epoch_s = n * FULL_EPOCH / together
     return {"precision": "bf16" if amp == "bf16" else "fp32", "run": run, "img_s": together,

@@ -127,6 +127,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .common.io import DiskFullError
+
     args = parser().parse_args(argv)
     try:
         if args.step == "on-gpus":
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.step in ("configure", "prepare", "train", "evaluate", "errors"):
             return engine_step(args)
         results_step(args)
-    except (ValueError, FileNotFoundError) as exc:  # bad input: a config, a file, a value
+    except (ValueError, FileNotFoundError, DiskFullError) as exc:  # bad input: a config, a file, a value; a full disk
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return 2
     return 0
@@ -249,13 +251,13 @@ def results_step(args) -> None:
         made = write_analysis(t, args.out, reference=args.reference, method=args.method)
         print(f"[analysis] {len(made['correlations'])} correlations -> {args.out}")
     else:
-        from .common.io import load_yaml
+        from .common.io import load_yaml_file
         from .results.report import write_report
 
+        config = load_yaml_file(args.config)
         t = results.read_tables(args.tables, ("per_class", "runs", "groups"))
         out = Path(args.out)
         figures = {p.stem: str(p.relative_to(out.parent)) for p in sorted(Path(args.figures).glob("*.png"))}
-        config = load_yaml(Path(args.config).read_text(encoding="utf-8"))
         md = (Path(args.tables) / "results.md").read_text(encoding="utf-8")
         sections = [Path(path).read_text(encoding="utf-8") for path in args.section]
         write_report(t, md, figures, out, args.captions, config, reference=args.reference, analysis=args.analysis,

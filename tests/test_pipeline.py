@@ -217,6 +217,8 @@ BROKEN = {
     "options of a method not in methods": ({"method_options": {"focal": {"gamma": 1.0}}}, "method_options.focal"),
     "swept option the method lacks": ({"sweeps": {"method": "mr2", "gamma": [1.0]}}, "sweeps.gamma"),
     "shared GPU without one GPU": ({"gpus": 0, "runs_per_gpu": 4}, "runs_per_gpu"),
+    "fractional seed": ({"seeds": [0, 1.0]}, "seeds"),
+    "seed beyond 64 bits": ({"seeds": [0, 2**64]}, "seeds"),
 }
 # names that would become shell words or paths outside results/
 MALICIOUS = {
@@ -226,6 +228,7 @@ MALICIOUS = {
     "sweep value runs a command": ({"sweeps": {"method": "mr2", "statistic": ["a$(touch PWNED)"]}}, "statistic"),
     "sweep option leaves results/": ({"sweeps": {"method": "mr2", "../x": [1.0]}}, "sweeps"),
     "reference runs a command": ({"reference": "erm;touch PWNED"}, "reference"),
+    "dataset key ends in a newline": ({"datasets": {"fm\n": {"data": FM}}}, "datasets"),
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -20,23 +21,34 @@ def _new_file_mode() -> int:
     return 0o666 & ~mask
 
 
+class DiskFullError(OSError):
+    """An output could not be written: no space left on its file system (``ENOSPC``)."""
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path`` (``.<name>.<pid>.<random>.tmp``); on success it is
     flushed to disk, given the mode a plain ``open()`` would give (``0o666 & ~umask``, not
-    ``mkstemp``'s 0600) and renamed over ``path`` atomically."""
+    ``mkstemp``'s 0600) and renamed over ``path`` atomically. A full disk (``ENOSPC``) anywhere in
+    this is a ``DiskFullError`` naming ``path`` in one line; nothing is left behind."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
         yield Path(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.chmod(tmp, _new_file_mode())
         os.replace(tmp, path)
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        raise DiskFullError(errno.ENOSPC, f"the disk is full: could not write {path} (no space left on device); "
+                                          "free space and run the step again") from None
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
 
 
@@ -78,8 +90,26 @@ def save_json(obj: Any, path: str | os.PathLike) -> None:
     save_text(json.dumps(obj, indent=2, sort_keys=False) + "\n", path)
 
 
+#: what makes a spreadsheet read a cell as a formula (``=HYPERLINK(...)``, ``+``, ``-``, ``@``, tab, CR)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def spreadsheet_safe(value):
+    """``value`` as a spreadsheet shows it and never runs it: a string starting with one of
+    ``FORMULA_START`` gets a leading ``'`` (``'=HYPERLINK(...)``), unless it is a plain number
+    (``-0.5``); anything else is returned unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
+
+
 def save_csv(frame, path: str | os.PathLike) -> None:
-    """Write a pandas DataFrame as CSV atomically."""
+    """Write a pandas DataFrame as CSV atomically, every text cell ``spreadsheet_safe``."""
+    text = frame.select_dtypes(include=["object", "string"]).columns
+    if len(text):
+        frame = frame.copy()
+        frame[text] = frame[text].map(spreadsheet_safe)
     with atomic_path(path) as tmp:
         frame.to_csv(tmp, index=False)
 
@@ -98,3 +128,15 @@ _Loader.add_implicit_resolver(
 def load_yaml(text: str):
     """Parse YAML text with numbers such as ``1e-6`` read as floats."""
     return yaml.load(text, Loader=_Loader)
+
+
+def load_yaml_file(path: str | os.PathLike):
+    """``load_yaml`` of the file ``path``; a missing file or a YAML syntax error is one line naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    try:
+        return load_yaml(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
+        raise ValueError(f"{path} is not valid YAML ({problem})") from None

@@ -22,9 +22,12 @@ class UnsafeFileError(ValueError):
 
 
 def save_torch(obj: Any, path: str | os.PathLike) -> None:
-    """``torch.save`` to a temporary file, then renamed over ``path``."""
-    with atomic_path(path) as tmp:
-        torch.save(obj, tmp)
+    """``torch.save`` to a temporary file, then renamed over ``path``. Saved through an open file,
+    not a file name: torch names the archive's members after the file it is given (the temporary's
+    random name), and through a file object always ``archive/...``, so the same ``obj`` gives the
+    same bytes on every run."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        torch.save(obj, f)
 
 
 def load_torch(path: str | os.PathLike, map_location: Any = "cpu") -> Any:

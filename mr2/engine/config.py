@@ -188,6 +188,8 @@ def validate(cfg: dict) -> dict:
             continue
         if not isinstance(value, int) or isinstance(value, bool) or value < least:
             raise ConfigError(f"config key {'.'.join(path)!r} must be an integer >= {least}, got {value!r}")
+        if value >= 2**64:  # torch's generators take 64 bits
+            raise ConfigError(f"config key {'.'.join(path)!r} must be below 2**64, got {value!r}")
     for path in POSITIVE + OPTIONAL_POSITIVE:
         value = _get(cfg, path)
         if path in OPTIONAL_POSITIVE and value is None:

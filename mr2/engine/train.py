@@ -6,6 +6,9 @@ Outputs (in ``out_dir``, written atomically at the end):
   config.yaml  the resolved config
   epochs.csv   tidy per-epoch log: epoch, class (empty for run-level rows), name, value
                (loss parts, train/val accuracy, lr, and per-class a_k, γ_k, s̄, ...)
+These three are byte-identical across reruns of the same config (and a killed-then-resumed run):
+they hold no wall-clock time. The seconds of each epoch go to ``timings.csv`` (epoch, seconds),
+beside them, written after every epoch; it is not an output of record.
 A resumable checkpoint, ``checkpoint.pt``, is written atomically after every epoch beside
 them (not a declared output); a rerun with the same config resumes from it, and it is
 removed once the run is complete.
@@ -58,7 +61,8 @@ from .step import GraphStep, TrainStep
 from .upsample import epoch_index
 
 CHECKPOINT = "checkpoint.pt"
-OUTPUTS = ("model.pt", "config.yaml", "epochs.csv", CHECKPOINT)
+TIMINGS = "timings.csv"  # wall-clock seconds per epoch: beside the outputs, never one of them
+OUTPUTS = ("model.pt", "config.yaml", "epochs.csv", CHECKPOINT, TIMINGS)
 CHECKPOINT_KEYS = ("config", "epoch", "state", "optimizer", "rows", "best", "data_checksum", "conditions")
 #: what to do when a resume differs from its checkpoint in one of ``run_conditions``
 RERUN_WITH = {"device": "--device {}", "processes": "torchrun --nproc_per_node {}", "threads": "--threads {}"}
@@ -107,7 +111,8 @@ class Runner:
         check_made_from(self.data, data_path, cfg["data"])
         if tc["select"] == "best_val" and len(self.data.val) == 0:
             raise ConfigError(f"config key 'train.select' is best_val, but {data_path} has no validation split "
-                              "(data.val_fraction 0): set train.select=last or prepare the data with a validation split")
+                              f"({empty_val_cause(cfg['data'], self.data.train.y)}): set train.select=last or "
+                              "prepare the data with a validation split")
         info = self.data.info
         self.k = info.num_classes
         torch.manual_seed(cfg["seed"])
@@ -254,17 +259,35 @@ class Runner:
                 "val_worst_class_acc": acc[seen].min().item()}
 
 
+def empty_val_cause(data_cfg: dict[str, Any], train_y: torch.Tensor) -> str:
+    """Why a prepared file has no validation sample: ``val_fraction`` 0, or a fraction of classes so
+    small (after ``train_cap``) that it rounds to none (``stratified_split`` keeps one training
+    sample per class)."""
+    fraction, cap = data_cfg.get("val_fraction"), data_cfg.get("train_cap")
+    if not fraction:
+        return "data.val_fraction is 0"
+    largest = int(torch.bincount(train_y).max()) if len(train_y) else 0
+    capped = f" (data.train_cap {cap})" if cap is not None else ""
+    return (f"data.val_fraction {fraction} of at most {largest} training samples per class{capped} rounds to no "
+            "validation sample in any class")
+
+
+def non_finite(runner: Runner) -> list[str]:
+    """The floating-point parameters and buffers of the model and the loss holding a NaN or ±inf."""
+    tensors = {f"{part}.{name}": t for part, module in (("model", runner.model), ("loss", runner.loss))
+               for name, t in itertools.chain(module.named_parameters(), module.named_buffers())
+               if t.is_floating_point()}
+    if not tensors:
+        return []
+    finite = torch.stack([torch.isfinite(t).all() for t in tensors.values()]).tolist()  # one host read
+    return [name for name, ok in zip(tensors, finite) if not ok]
+
+
 def check_finite(runner: Runner, epoch: int, stats: dict[str, float], last_good: int | None) -> None:
     """Raise ``NonFiniteLossError`` when epoch ``epoch`` left a NaN or ±inf in its numbers or in a
     floating-point parameter or buffer of the model or the loss; the message names the last good
     checkpoint (epoch ``last_good``) only when this run has one."""
-    bad = [name for name, value in stats.items() if not math.isfinite(value)]
-    tensors = {f"{part}.{name}": t for part, module in (("model", runner.model), ("loss", runner.loss))
-               for name, t in itertools.chain(module.named_parameters(), module.named_buffers())
-               if t.is_floating_point()}
-    if tensors:  # one host read for all of them
-        finite = torch.stack([torch.isfinite(t).all() for t in tensors.values()]).tolist()
-        bad += [name for name, ok in zip(tensors, finite) if not ok]
+    bad = [name for name, value in stats.items() if not math.isfinite(value)] + non_finite(runner)
     if not bad:
         return
     shown = ", ".join(bad[:4]) + (f" (+{len(bad) - 4} more)" if len(bad) > 4 else "")
@@ -295,6 +318,55 @@ def check_resume(ckpt: dict[str, Any], runner: Runner, ckpt_path: Path) -> None:
                          f"neither run; {todo} {ckpt_path} to start afresh")
 
 
+def resume_from(ckpt: dict[str, Any], runner: Runner, ckpt_path: Path) -> tuple[int, list, Any]:
+    """Load a checkpoint of this run's config into ``runner``: (epoch, rows, best). A state that
+    does not fit the run (missing or misshapen tensors, a bad epoch, NaN or ±inf weights) is a
+    ``ValueError`` naming the file: the checkpoint is damaged, the run did not diverge."""
+    def damaged(detail: str) -> ValueError:
+        return ValueError(f"{ckpt_path} has this run's config but a damaged state ({detail[:200]}); "
+                          "delete it to start afresh")
+
+    epoch, rows, best = ckpt["epoch"], ckpt["rows"], ckpt["best"]
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or not 1 <= epoch <= runner.cfg["train"]["epochs"]:
+        raise damaged(f"epoch {epoch!r}")
+    if not isinstance(rows, list) or not (best is None or isinstance(best, dict)):
+        raise damaged("its log or best epoch is not what training writes")
+    try:
+        runner.load_state(ckpt["state"])
+        runner.opt.load_state_dict(ckpt["optimizer"])
+    except (RuntimeError, KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+        raise damaged(" ".join(f"{type(exc).__name__}: {exc}".split())) from None
+    bad = non_finite(runner)
+    if bad:
+        raise damaged(f"non-finite {', '.join(bad[:4])}")
+    if best is not None and not fits(best.get("state"), runner.state()):
+        raise damaged("its best epoch's weights do not fit the model")
+    return epoch, rows, best
+
+
+def fits(saved: Any, state: dict[str, dict[str, torch.Tensor]]) -> bool:
+    """Whether ``saved`` holds a tensor of the same name and shape for every tensor of ``state``."""
+    return isinstance(saved, dict) and all(
+        isinstance(saved.get(part), dict) and saved[part].keys() == tensors.keys()
+        and all(isinstance(saved[part][k], torch.Tensor) and saved[part][k].shape == t.shape for k, t in tensors.items())
+        for part, tensors in state.items())
+
+
+def save_timings(timings: list[dict[str, Any]], path: Path) -> None:
+    """The seconds of every epoch (``epoch``, ``seconds``): kept out of the outputs of record."""
+    save_csv(pd.DataFrame(timings, columns=["epoch", "seconds"]), path)
+
+
+def earlier_timings(path: Path, epochs: int) -> list[dict[str, Any]]:
+    """The timings of epochs 1..``epochs`` a killed run wrote to ``path`` (none when it is missing or
+    unreadable: timings are not of record)."""
+    try:
+        kept = pd.read_csv(path)
+        return kept[kept["epoch"] <= epochs][["epoch", "seconds"]].to_dict("records")
+    except (OSError, ValueError, KeyError):
+        return []
+
+
 def resume_key(cfg: dict[str, Any]) -> dict[str, Any]:
     """The config without the keys that only say where/how fast it runs (threads, device):
     a checkpoint of the same identity is resumed."""
@@ -315,16 +387,16 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     tc = cfg["train"]
     ckpt_path = out / CHECKPOINT
     rows: list[dict[str, Any]] = []
+    timings: list[dict[str, Any]] = []
     start, best, last_good = 0, None, None
     if ckpt_path.exists():
         ckpt = require_keys(load_torch(ckpt_path, map_location=runner.device), CHECKPOINT_KEYS, ckpt_path,
                             "checkpoint", "delete it to start afresh")
         if resume_key(ckpt["config"]) == resume_key(cfg):
             check_resume(ckpt, runner, ckpt_path)
-            runner.load_state(ckpt["state"])
-            runner.opt.load_state_dict(ckpt["optimizer"])
-            start, rows, best = ckpt["epoch"], ckpt["rows"], ckpt["best"]
+            start, rows, best = resume_from(ckpt, runner, ckpt_path)
             last_good = start
+            timings = earlier_timings(out / TIMINGS, start)
             log(f"[train] resuming {out} after epoch {start}")
         else:
             log(f"[train] {ckpt_path} belongs to another config; starting afresh")
@@ -334,7 +406,6 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
         numbers = runner.train_epoch(epoch)
         check_finite(runner, epoch, numbers, last_good)
         numbers.update(runner.validate())
-        numbers["seconds"] = time.perf_counter() - t0
         rows += [{"epoch": epoch + 1, "class": None, "name": k, "value": v} for k, v in numbers.items()]
         for name, values in runner.loss.class_summary().items():
             rows += [{"epoch": epoch + 1, "class": c, "name": name, "value": v}
@@ -346,8 +417,11 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
             save_torch({"config": cfg, "epoch": epoch + 1, "state": runner.state(), "optimizer": runner.opt.state_dict(),
                         "rows": rows, "best": best, "data_checksum": runner.data.checksum,
                         "conditions": run_conditions(runner)}, ckpt_path)
+            timings.append({"epoch": epoch + 1, "seconds": time.perf_counter() - t0})
+            save_timings(timings, out / TIMINGS)
         last_good = epoch + 1
         shown = " ".join(f"{k}={v:.4g}" for k, v in numbers.items())
+        shown += f" seconds={time.perf_counter() - t0:.4g}"
         log(f"[train] {cfg['data']['name']}/{cfg['method']['name']} seed {cfg['seed']} "
             f"epoch {epoch + 1}/{tc['epochs']}: {shown}")
         sys.stdout.flush()

@@ -12,6 +12,39 @@ import markdown
 
 from ..common.io import save_text
 
+#: characters of a name from a config, a CSV or a class that would be markup in the report: HTML
+#: (``<script>``, ``&``), a Markdown link or code span (``[``, ``]``, backtick), a table cell (``|``)
+MARKUP = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "[": "&#91;", "]": "&#93;", "`": "&#96;",
+          "|": "&#124;"}
+_MARKUP = re.compile("[" + re.escape("".join(MARKUP)) + "]")
+
+
+def escape_text(value) -> str:
+    """``value`` as text that the Markdown report and its HTML page show and never run: each of
+    ``MARKUP``'s characters as its HTML entity (``fm<script>`` -> ``fm&lt;script&gt;``), so no tag,
+    link or table cell comes from a string of a config, a CSV or a class name; names made of
+    letters, digits and ``_ . = -`` are unchanged."""
+    return _MARKUP.sub(lambda m: MARKUP[m.group()], str(value))
+
+
+def escape_frame(frame):
+    """``frame`` with every text cell ``escape_text``-ed (numbers, and the frame itself, untouched)."""
+    text = frame.select_dtypes(include=["object", "string"]).columns
+    if not len(text):
+        return frame
+    frame = frame.copy()
+    frame[text] = frame[text].map(lambda v: escape_text(v) if isinstance(v, str) else v)
+    return frame
+
+
+def code_block(text: str, language: str = "") -> str:
+    """``text`` as a fenced Markdown code block whose fence is longer than any run of backticks in
+    it, so no line of ``text`` can close the block and turn the rest into live Markdown or HTML."""
+    runs = [len(r) for r in re.findall(r"`+", text)]
+    fence = "`" * max(3, max(runs, default=0) + 1)
+    return f"{fence}{language}\n{text}\n{fence}"
+
+
 IMG_SRC = re.compile(r'(<img\b[^>]*?\bsrc=")([^"]+)(")')
 STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;line-height:1.45}"
          "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px}"

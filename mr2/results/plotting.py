@@ -9,7 +9,9 @@ import zlib
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import matplotlib.mathtext
 import matplotlib.pyplot as plt
+import matplotlib.text
 import matplotlib.ticker
 import numpy as np
 import seaborn as sns
@@ -58,12 +60,27 @@ def method_palette(frame) -> dict[str, str]:
     return {run_label(m, v): method_colour(m, v) for m, v in zip(pairs["method"], pairs["variant"])}
 
 
+def literal_where_math_fails(fig: plt.Figure) -> None:
+    """Draw literally every text of ``fig`` whose math-text does not parse: a title, label or legend
+    entry holding a name from the data with a ``$`` (``$\\frac{``, a lone ``$``) would otherwise stop
+    the figure from being written."""
+    parser = matplotlib.mathtext.MathTextParser("path")
+    for text in fig.findobj(matplotlib.text.Text):
+        if "$" in text.get_text() and text.get_parse_math():
+            try:
+                parser.parse(text.get_text())
+            except ValueError:
+                text.set_parse_math(False)
+
+
 def save_figure(fig: plt.Figure, stem: str | Path, dpi: int = 150) -> list[Path]:
     """Write ``fig`` as ``<stem>.png`` and ``<stem>.pdf`` (each atomically, cropped to what is drawn,
-    legends outside the axes included) and close it; returns the two paths."""
+    legends outside the axes included) and close it; returns the two paths. Texts whose math-text
+    does not parse are drawn literally (``literal_where_math_fails``)."""
     stem = Path(stem)
     paths = [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".pdf")]
     try:
+        literal_where_math_fails(fig)
         fig.tight_layout()
         for path in paths:
             with atomic_path(path) as tmp:
@@ -85,8 +102,9 @@ def class_axis(ax: plt.Axes, names: Sequence[str], groups: Sequence[str] | None 
     shade each run of equal easy/medium/hard group and name it above the axes."""
     pos = np.arange(len(names))
     ax.set_xticks(pos)
-    ax.set_xticklabels(list(names), rotation=90 if len(names) > 6 else 30, ha="center" if len(names) > 6 else "right",
-                       fontsize=8 if len(names) <= 30 else 6)
+    ax.set_xticklabels(list(map(str, names)), rotation=90 if len(names) > 6 else 30,
+                       ha="center" if len(names) > 6 else "right", fontsize=8 if len(names) <= 30 else 6,
+                       parse_math=False)  # class names are data: `$` is a dollar, never math-text
     ax.set_xlim(-0.5, len(names) - 0.5)
     if groups is None:
         return
@@ -110,7 +128,8 @@ def name_points(ax: plt.Axes, x, y, names: Sequence[str]) -> None:
     if len(names) > ANNOTATE_MAX:
         return
     for xi, yi, name in zip(x, y, names):
-        ax.annotate(str(name), (xi, yi), xytext=(3, 2), textcoords="offset points", fontsize=6, alpha=0.8)
+        ax.annotate(str(name), (xi, yi), xytext=(3, 2), textcoords="offset points", fontsize=6, alpha=0.8,
+                    parse_math=False)
 
 
 def value_ticks(axis, values: Sequence[float] | None = None) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 
 from ..common.runs import DEFAULT_VARIANT, run_label
+from .html import escape_frame, escape_text
 from .plotting import caption
 from .premise_tables import EQUAL_CV, EXPLORATORY_OPTIONS, FIGURE_NAMES, NORMS, PARTS, SYMBOLS, read_analysis
 from .statistics import LEVEL
@@ -158,7 +159,8 @@ def premise_section(analysis_dir: str | Path, report_out: str | Path, captions: 
     """The report's "Does the premise hold?" section (Markdown lines) from ``analysis_dir``;
     figure links are relative to the report file ``report_out``."""
     analysis_dir, captions = Path(analysis_dir), Path(captions)
-    tables = read_analysis(analysis_dir)
+    tables = {name: escape_frame(frame) for name, frame in read_analysis(analysis_dir).items()}
+    reference, method = escape_text(reference), escape_text(method)  # names as the escaped tables hold them
     lines = [
         "## Does the premise hold?",
         "",

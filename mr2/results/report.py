@@ -17,7 +17,7 @@ import yaml
 from ..common.io import save_text
 from ..common.runs import DEFAULT_VARIANT
 from .groups import held_out_group_accuracy
-from .html import write_report_html
+from .html import code_block, escape_frame, escape_text, write_report_html
 from .plotting import caption
 from .premise_text import premise_section
 from .regimes import regime_section
@@ -154,8 +154,11 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
     ``sections`` are Markdown sections written by other steps (e.g. the theory step's), placed
     before the figures; the "Training regime" section follows the findings when a data name is run
     in several regimes (``mr2.results.regimes``); ``analysis`` (the folder of
-    ``mr2.analysis.write_analysis``) adds the "Does the premise hold?" section after them."""
-    per_class, runs, groups = tables["per_class"], tables["runs"], tables["groups"]
+    ``mr2.analysis.write_analysis``) adds the "Does the premise hold?" section after them. Every
+    name from the tables (datasets, methods, variants, classes) is ``escape_text``-ed, and the config
+    is shown in a code block no string of it can close: no markup of a config or a CSV is live."""
+    per_class, runs, groups = (escape_frame(tables[name]) for name in ("per_class", "runs", "groups"))
+    reference = escape_text(reference)
     report_dir = Path(report_dir)
     n_runs = len(runs)
     text = [
@@ -189,7 +192,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
     ]
     for name, path in figures.items():
         text += [f"### {name.replace('_', ' ').capitalize()}", "", f"![{name}]({path})", "", caption(report_dir, name), ""]
-    text += ["## Configuration", "", "```yaml", yaml.safe_dump(config, sort_keys=False).strip(), "```", ""]
+    text += ["## Configuration", "", code_block(yaml.safe_dump(config, sort_keys=False).strip(), "yaml"), ""]
     body = "\n".join(text)
     save_text(body, out)
     if html_out is not None:

@@ -30,6 +30,7 @@ import yaml
 from ..common.io import save_csv, save_text
 from ..common.runs import DEFAULT_VARIANT, RUN_KEYS, run_keys
 from .groups import run_group_accuracy
+from .html import escape_text
 from .statistics import paired_difference
 
 EVAL_SUBDIR = "eval"
@@ -235,14 +236,14 @@ def results_markdown(table: pd.DataFrame, reference: str = "erm", reference_vari
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 4 + ["---:"] * 2 * len(metrics)) + "|"]
     for _, r in table.iterrows():
         is_ref = r["method"] == reference and r["variant"] == reference_variant
-        cells = [str(r["dataset"]), str(r["method"]), str(r["variant"]), str(int(r["n_seeds"]))]
+        cells = [escape_text(r["dataset"]), escape_text(r["method"]), escape_text(r["variant"]), str(int(r["n_seeds"]))]
         for m in metrics:
             cells.append(format_mean_std(r[f"{m}_mean"], r[f"{m}_std"], digits))
             cells.append("reference" if is_ref else format_difference(
                 r[f"{m}_diff"], r[f"{m}_diff_lo"], r[f"{m}_diff_hi"], int(r["n_paired"]), digits))
         lines.append("| " + " | ".join(cells) + " |")
-    note = (f"\nAccuracy in % on the test set, mean ± sd over seeds. Δ: difference to {reference} "
-            f"({reference_variant}) paired by seed, mean [{level:.0%} t-interval over seeds]. "
+    note = (f"\nAccuracy in % on the test set, mean ± sd over seeds. Δ: difference to {escape_text(reference)} "
+            f"({escape_text(reference_variant)}) paired by seed, mean [{level:.0%} t-interval over seeds]. "
             "Easy/medium/hard: thirds of the classes ranked by the reference's per-class accuracy; "
             "All: mean per-class accuracy; Worst class: lowest per-class accuracy.\n")
     return "\n".join(lines) + "\n" + note

@@ -54,7 +54,7 @@ FIGURE_NAMES = [
     "regimes",
 ]
 DEFAULT_VARIANT = "default"
-NAME = re.compile(r"^(?!.*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*$")
+NAME = re.compile(r"^(?!.*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*\Z")  # \Z: `$` would let a final newline in
 
 
 class PipelineConfigError(ValueError):
@@ -107,6 +107,9 @@ def check_cross_keys():
         if not NAME.match(variant):
             raise PipelineConfigError(f"config key 'sweeps': variant name {variant!r} is not a safe name "
                                       "(letters, digits and _ . = - only)")
+    for seed in config["seeds"]:  # the schema's "integer" lets 1.0 in; torch takes 64 bits at most
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
+            raise PipelineConfigError(f"config key 'seeds': {seed!r} is not an integer in [0, 2**64)")
     if config["runs_per_gpu"] > 1 and config["gpus"] != 1:
         raise PipelineConfigError(f"config key 'runs_per_gpu' ({config['runs_per_gpu']}) shares one GPU between runs: "
                                   f"it needs gpus: 1 (got gpus: {config['gpus']})")

@@ -21,7 +21,7 @@ import torch
 
 from ...common.io import remove_stray_temporaries
 from ..checkpoint import UnsafeFileError, load_torch, save_torch
-from .files import FileSplit
+from .files import FileSplit, check_images_readable
 from .registry import DATASETS, load_splits, make_info, resolve_config
 from .split import derived_seed, stratified_split, subsample_per_class
 from .types import DatasetInfo, PreparedData, Split, TensorSplit
@@ -96,6 +96,9 @@ def prepare_dataset(cfg: dict, out_path) -> dict:
         "val": train_pool.subset(indices["val"]),
         "test": test_full.subset(indices["test"]),
     }
+    for split_name, split in splits.items():  # a file that is no image fails here, not after training
+        if isinstance(split, FileSplit):
+            check_images_readable(split.paths, f"dataset {name!r} {split_name} split")
     info = make_info(name, splits["train"], classes)
 
     records = {k: _split_record(v) for k, v in splits.items()}

@@ -88,6 +88,23 @@ class FileSplit:
         return torch.stack([load_image(p, self.image_size) for p in self.paths])
 
 
+def check_images_readable(paths: list[str], what: str) -> None:
+    """A ``ValueError`` naming the first file of ``paths`` that PIL cannot open as an image (a text
+    file named ``.png``, a truncated file): found when the data is prepared, not after training.
+    Each file's header is read and ``Image.verify()`` checks its structure (PNG: every chunk's
+    checksum) without decoding the pixels, which keeps this affordable for large sets."""
+    from PIL import Image
+
+    for path in paths:
+        try:
+            with Image.open(path) as img:
+                img.verify()
+        except Exception as err:  # noqa: BLE001 - PIL raises many kinds for a bad file; reported in one line
+            detail = " ".join(str(err).split())[:200]
+            raise ValueError(f"{what}: {path} is not a readable image ({type(err).__name__}: {detail}); "
+                             "remove or replace it") from None
+
+
 def check_files_exist(paths: list[str], what: str) -> None:
     """FileNotFoundError naming the first missing files of a split (a cheap check before training)."""
     missing = [p for p in paths if not Path(p).is_file()]
@@ -98,22 +115,63 @@ def check_files_exist(paths: list[str], what: str) -> None:
 # --------------------------------------------------------------------------- image folders
 
 
+def _resolved(path: Path) -> Path:
+    """``path`` with every symlink resolved; a loop or a link to nothing is a ``ValueError`` naming it."""
+    try:
+        return path.resolve(strict=True)
+    except (RuntimeError, OSError) as err:  # RuntimeError: a symlink loop (Python < 3.13)
+        raise ValueError(f"image folder: {path} is a symlink loop or a link to nothing ({err})") from None
+
+
 def _class_dirs(split_dir: Path) -> list[Path]:
-    return sorted(p for p in split_dir.iterdir() if p.is_dir())
+    """The class folders of a split; each symlink among them resolved (a loop is an error), and each
+    must resolve to a folder inside the split (``train/x -> .`` or ``val/a -> ../train/a`` would
+    put images under a second label or into another split)."""
+    split_real = _resolved(split_dir)
+    dirs = []
+    for entry in sorted(split_dir.iterdir()):
+        real = _resolved(entry) if entry.is_symlink() else entry
+        if not real.is_dir():
+            continue
+        if split_real not in _resolved(real).parents:
+            raise ValueError(f"image folder {split_dir}: class folder {entry} resolves to {_resolved(real)}, "
+                             f"not a folder inside {split_dir}; a class folder may not link elsewhere")
+        dirs.append(entry)
+    return dirs
 
 
 def _scan(split_dir: Path, class_to_idx: dict[str, int]) -> tuple[list[str], list[int]]:
-    """Image files under ``split_dir/<class>/`` (recursively, sorted) and their class indices."""
+    """Image files under ``split_dir/<class>/`` (recursively, sorted; symlinked sub-folders are not
+    followed, a symlink loop is an error) and their class indices."""
     paths, labels = [], []
     for cdir in _class_dirs(split_dir):
         if cdir.name not in class_to_idx:
             raise ValueError(
                 f"image folder {split_dir}: class folder {cdir.name!r} does not exist in the training folder"
             )
-        files = sorted(p for p in cdir.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS)
+        entries = sorted(cdir.rglob("*"))
+        for entry in entries:
+            if entry.is_symlink():
+                _resolved(entry)
+        files = [p for p in entries if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS]
         paths += [str(p) for p in files]
         labels += [class_to_idx[cdir.name]] * len(files)
     return paths, labels
+
+
+def check_no_shared_images(splits: dict[str, list[str]]) -> None:
+    """A ``ValueError`` naming both paths when one image file (after resolving symlinks) is listed
+    twice: in two splits (training images would be evaluated on) or under two classes."""
+    seen: dict[Path, tuple[str, str]] = {}
+    for split, paths in splits.items():
+        for path in paths:
+            real = _resolved(Path(path))
+            if real in seen:
+                other_split, other = seen[real]
+                where = f"in the {other_split} and the {split} split" if other_split != split else f"twice in the {split} split"
+                raise ValueError(f"image folder: {other} and {path} are the same image file ({real}), {where}; "
+                                 "each image may be listed once")
+            seen[real] = (split, path)
 
 
 def image_folder_dirs(root: Path) -> tuple[Path, Path]:
@@ -151,6 +209,7 @@ def read_image_folder(root: Path) -> tuple[tuple[list[str], list[int]], tuple[li
     test = _scan(eval_dir, class_to_idx)
     if not test[0]:
         raise ValueError(f"image folder {eval_dir}: no images")
+    check_no_shared_images({"training": train[0], "evaluation": test[0]})
     return train, test, classes
 
 
