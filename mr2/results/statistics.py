@@ -57,8 +57,9 @@ def _noncentrality(n: int, alpha: float, power: float) -> float:
     df = n - 1
     crit = float(stats.t.ppf(1 - alpha / 2, df))
 
-    def excess(delta: float) -> float:
-        return float(stats.nct.sf(crit, df, delta) + stats.nct.cdf(-crit, df, delta)) - power
+    def excess(delta: float) -> float:  # P(T < −c) for T ~ t'(df, δ) is P(T' > c) for T' = −T ~ t'(df, −δ):
+        # scipy's nct.cdf returns NaN for some tiny lower tails (df = 1, δ = 8), its sf does not
+        return float(stats.nct.sf(crit, df, delta) + stats.nct.sf(crit, df, -delta)) - power
 
     high = 1.0
     while excess(high) < 0:
@@ -73,7 +74,8 @@ def minimum_detectable_effect(sd: float, n: int, alpha: float = 1 - LEVEL, power
     With d_1..d_n ~ N(Δ, sd²) the statistic T = d̄ / (sd/√n) follows a noncentral t distribution
     with n − 1 degrees of freedom and noncentrality δ = Δ √n / sd; the test rejects when
     |T| > t_{1−α/2, n−1}. The power is
-        π(δ) = P(T > t_{1−α/2, n−1}) + P(T < −t_{1−α/2, n−1}),  T ~ t'(n − 1, δ),
+        π(δ) = P(T > t_{1−α/2, n−1}) + P(T < −t_{1−α/2, n−1}),  T ~ t'(n − 1, δ)
+             = sf(t_{1−α/2, n−1}; n − 1, δ) + sf(t_{1−α/2, n−1}; n − 1, −δ)   (scipy.stats.nct),
     increasing in δ ≥ 0; δ* solves π(δ*) = power (a root finder, exact up to 1e-10), and
         MDE = δ* · sd / √n
     (for large n, δ* → z_{1−α/2} + z_{power}: 2.80 at α = 0.05, 80 % power). NaN with n < 2 (no
