@@ -115,6 +115,8 @@ def test_one_colour_per_method_in_every_figure(tmp_path, captured):
         assert drawn == {want[method]}, ax.get_title()
     regime_legend = legend_colours(captured[-1]["axes"][-1])
     assert regime_legend == {m: want[m] for m in regimes.METHODS}
+    tradeoff_legend = legend_colours(captured[7]["axes"][-1])  # the trade-off plane names methods for readers
+    assert tradeoff_legend == {plotting.method_name(m): want[m] for m in syn.METHODS if m != "erm"}
 
 
 def test_sorted_lines_are_ascending_per_method(tmp_path, captured):

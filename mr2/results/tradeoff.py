@@ -54,7 +54,7 @@ def _bar(point: pd.Series, m: str) -> np.ndarray | None:
 def plot_tradeoff(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame, stem: str | Path,
                   reference: str = "erm") -> list[Path]:
     """Per dataset a panel: a point per method at (easy Δ, hard Δ) to ``reference`` with both 95 %
-    intervals as error bars (none with one paired seed), named beside it; lines at zero; the
+    intervals as error bars (none with one paired seed), named in the legend; lines at zero; the
     quadrant the paper claims for MR² (hard up, easy not down) shaded."""
     points = tradeoff_points(per_class, runs, groups, reference)
     if points.empty:
@@ -66,9 +66,8 @@ def plot_tradeoff(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd
         for _, p in here.iterrows():
             colour = method_colour(p["method"])
             ax.errorbar(p["easy_diff"], p["hard_diff"], xerr=_bar(p, "easy"), yerr=_bar(p, "hard"), fmt="o",
-                        color=colour, ecolor=colour, elinewidth=1, capsize=3, markersize=6)
-            ax.annotate(method_name(p["method"]), (p["easy_diff"], p["hard_diff"]), xytext=(5, 4),
-                        textcoords="offset points", fontsize=8, color=colour)
+                        color=colour, ecolor=colour, elinewidth=1, capsize=3, markersize=6,
+                        label=method_name(p["method"]))
         ax.axhline(0, color="grey", lw=0.8, zorder=0)
         ax.axvline(0, color="grey", lw=0.8, zorder=0)
         ax.margins(0.15)
@@ -81,4 +80,5 @@ def plot_tradeoff(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd
         ax.set_title(f"{dataset} ({int(n)} paired seed{'s' if n != 1 else ''})", fontsize=10)
         ax.set_xlabel(f"Δ easy classes vs {method_name(reference)} (points)")
         ax.set_ylabel(f"Δ hard classes vs {method_name(reference)} (points)")
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="method", fontsize=8)
     return save_figure(fig, stem)
