@@ -47,7 +47,7 @@ rule results_table:
         ENV_RESULTS
     shell:
         "python -m mr2 table --tables {params.tables:q} --reference {params.reference:q}"
-        " --effect-of-interest {params.effect} > {log:q} 2>&1"
+        " --effect-of-interest {params.effect:q} > {log:q} 2>&1"
 
 
 rule figures:
@@ -101,5 +101,5 @@ rule report:
     shell:
         "python -m mr2 report --tables {params.tables:q} --figures {params.figures:q} --captions {params.captions:q}"
         " --config {input.cfg:q} --analysis {params.analysis:q} --reference {params.reference:q}"
-        " --section {input.theory:q} --out {output.md:q} --html {output.html:q} --effect-of-interest {params.effect}"
+        " --section {input.theory:q} --out {output.md:q} --html {output.html:q} --effect-of-interest {params.effect:q}"
         " > {log:q} 2>&1"
