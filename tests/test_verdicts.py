@@ -229,6 +229,8 @@ def test_every_baseline_gets_a_sentence_and_a_wide_one_reads_underpowered():
     ldam = next(s for s in lines if s.startswith("- `ldam`"))
     dro = next(s for s in lines if s.startswith("- `dro`"))
     assert "trades easy for hard" in ldam and "MDE" in ldam
+    easy = by_hand(pc, "mr2", "ldam", 0)  # MR² keeps the easy class that LDAM gives up
+    assert "MR² against it: hard classes" in ldam and f"easy classes {easy.mean():+.1f} points" in ldam.split("MR² against it")[1]
     d = by_hand(pc, "dro", "erm", 2)
     assert S.minimum_detectable_effect(d.std(ddof=1), len(d)) > 1.0 and "(underpowered)" in dro
 

@@ -175,11 +175,26 @@ def baseline_findings(per_run: pd.DataFrame, dataset: str, reference: str = "erm
         kinds.setdefault(kind, []).append(method)
         lines.append(f"- `{method}` against {reference.upper()} ({res['all']['n_paired']} seeds): hard classes "
                      f"{_fmt(res['hard'])} ({v['hard']}); easy classes {_fmt(res['easy'])} ({v['easy']}); all "
-                     f"classes {_fmt(res['all'])} ({v['all']}). It {kind}.")
+                     f"classes {_fmt(res['all'])} ({v['all']}). It {kind}." + mr2_against(per_run, dataset, method,
+                                                                                         effect_of_interest))
     if kinds:
         lines.append("- Baselines by outcome: " + "; ".join(f"{kind}: {', '.join(f'`{m}`' for m in ms)}"
                                                           for kind, ms in kinds.items()) + ".")
     return lines
+
+
+def mr2_against(per_run: pd.DataFrame, dataset: str, baseline: str,
+                effect_of_interest: float = EFFECT_OF_INTEREST) -> str:
+    """`` MR² against it: hard classes ... (word); easy classes ... (word).``: full MR²'s paired
+    hard- and easy-class differences to ``baseline`` (the verdict's "MR² above the baselines");
+    empty without MR² or a common seed, or for MR²'s own family."""
+    if baseline.startswith("mr2") or "mr2" not in set(per_run.loc[per_run["dataset"] == dataset, "method"]):
+        return ""
+    res = {m: paired(per_run, dataset, "mr2", baseline, m) for m in ("hard", "easy")}
+    if any(d is None for d in res.values()):
+        return ""
+    return (" MR² against it: " + "; ".join(f"{m} classes {_fmt(d)} ({_word(d, effect_of_interest)})"
+                                            for m, d in res.items()) + ".")
 
 
 def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict[str, str], out: str | Path,
