@@ -42,7 +42,8 @@ def tradeoff_points(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: 
     for m in AXES:
         out[f"{m}_diff"], out[f"{m}_lo"], out[f"{m}_hi"] = wide[("diff", m)], wide[("diff_lo", m)], wide[("diff_hi", m)]
     n = c.drop_duplicates(["dataset", "method"]).set_index(["dataset", "method"])["n_paired"]
-    return out.join(n).reset_index()
+    seen = pd.MultiIndex.from_frame(per_class[["dataset", "method"]].drop_duplicates())  # the config's order
+    return out.join(n).reindex([key for key in seen if key in n.index]).reset_index()
 
 
 def _bar(point: pd.Series, m: str) -> np.ndarray | None:
