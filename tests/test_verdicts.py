@@ -49,6 +49,15 @@ def test_mde_edge_cases_and_scale():
     assert S.minimum_detectable_effect(1.0, 3) > S.minimum_detectable_effect(1.0, 10)  # more seeds, smaller
 
 
+def test_seeds_needed_is_the_first_n_whose_mde_reaches_the_target():
+    for sd, target in ((0.99, 1.0), (2.5, 1.0), (1.0, 3.0)):
+        n = S.seeds_needed(sd, target)
+        assert S.minimum_detectable_effect(sd, n) <= target
+        assert n == 2 or S.minimum_detectable_effect(sd, n - 1) > target
+    # for large n about ((z_0.975 + z_0.8) sd / target)²
+    assert S.seeds_needed(5.0, 1.0) == pytest.approx((2.8016 * 5.0) ** 2, rel=0.02)
+
+
 def test_paired_difference_carries_the_paired_sd_and_its_mde():
     out = S.paired_difference(np.array([3.0, 5.0, 7.0]), np.array([2.0, 3.0, 4.0]))  # d = 1, 2, 3: sd 1
     assert out["diff_sd"] == pytest.approx(1.0) and out["mde"] == pytest.approx(S.minimum_detectable_effect(1.0, 3))

@@ -87,6 +87,15 @@ def minimum_detectable_effect(sd: float, n: int, alpha: float = 1 - LEVEL, power
     return _noncentrality(int(n), float(alpha), float(power)) * abs(float(sd)) / math.sqrt(n)
 
 
+def seeds_needed(sd: float, target: float, alpha: float = 1 - LEVEL, power: float = POWER, most: int = 10_000) -> int:
+    """The fewest paired seeds n ≥ 2 whose ``minimum_detectable_effect`` at paired sd ``sd`` is at
+    most ``target`` (MDE falls with n: δ*(n)/√n decreases); an error past ``most`` seeds."""
+    for n in range(2, most + 1):
+        if minimum_detectable_effect(sd, n, alpha, power) <= target:
+            return n
+    raise ValueError(f"more than {most} seeds needed to detect {target} at paired sd {sd}")
+
+
 def verdict(diff: float, lo: float, hi: float) -> str:
     """'higher' / 'lower' when the interval excludes 0, else 'no clear difference'."""
     if any(math.isnan(v) for v in (diff, lo, hi)):
