@@ -11,7 +11,8 @@
   mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2] [--method mr2]
   mr2 analysis --tables results/tables --out results/analysis   (does the premise hold?)
   mr2 report   --tables results/tables --figures results/figures --config <pipeline config> --out results/report.md
-  mr2 readme   --tables results/tables --name default   (the README's generated results table)
+  mr2 readme   --tables results/tables --name default [--config config/config.yaml]   (the README's generated tables)
+  mr2 verdicts [--snapshots docs/results] [--readme README.md]   (the README's verdict table across settings)
 
 ``mr2`` is the installed console script; ``python -m mr2`` is the same. Every step resolves and
 checks its config before any long work starts and writes its outputs atomically. Bad input (a config
@@ -94,9 +95,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", nargs="+", required=True, help="run folders (each with config.yaml, epochs.csv, eval/)")
     p.add_argument("--reference", default="erm", help="the method whose per-class accuracy defines easy/medium/hard")
     p.add_argument("--out", required=True, help="the tables folder")
-    p = sub.add_parser("table", help="the results table (mean ± sd, paired differences) as CSV and Markdown")
+    p = sub.add_parser("table", help="the results table (mean ± sd, paired differences) as CSV and Markdown, "
+                                     "the paired comparisons (comparisons.csv) and the settings (settings.csv)")
     p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
     p.add_argument("--reference", default="erm", help="the method the paired differences are taken against")
+    effect_option(p)
     p = sub.add_parser("figures", help="the report's figures from the tidy tables")
     p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
     p.add_argument("--reference", default="erm", help="the reference method (ERM)")
@@ -119,11 +122,24 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", default="erm", help="the reference method (ERM)")
     p.add_argument("--out", required=True, help="the report (Markdown)")
     p.add_argument("--html", default=None, help="also write the report as one self-contained HTML page")
+    effect_option(p)
     p = sub.add_parser("readme", help="keep a run's results table in docs/results/<name>/ and show it in the README")
     p.add_argument("--tables", required=True, help="the tables folder of the run (with results.csv and results.md)")
     p.add_argument("--name", required=True, help="the README block to fill: <!-- results:<name> -->")
     p.add_argument("--readme", default="README.md", help="the README to update (default: README.md)")
+    p.add_argument("--config", default=None, help="the config file the run was made with, recorded in the snapshot "
+                                                  "(default: the block's name)")
+    p = sub.add_parser("verdicts", help="the README's verdict table across settings, from the snapshots")
+    p.add_argument("--snapshots", default="docs/results", help="the snapshots folder (default: docs/results)")
+    p.add_argument("--readme", default="README.md", help="the README whose <!-- verdicts --> block to fill")
     return ap
+
+
+def effect_option(p: argparse.ArgumentParser) -> None:
+    """--effect-of-interest: the pipeline config's ``effect_of_interest``."""
+    p.add_argument("--effect-of-interest", type=float, default=1.0, metavar="POINTS",
+                   help="the smallest paired change worth detecting, in points: a 'no clear difference' whose minimum "
+                        "detectable effect (80%% power) exceeds it reads 'underpowered' (default: 1.0)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -231,7 +247,14 @@ def results_step(args) -> None:
         table = results.results_table(t["per_class"], t["runs"], t["groups"], reference=args.reference)
         results.write_results_table(table, Path(args.tables) / "results.csv", Path(args.tables) / "results.md",
                                     reference=args.reference)
-        print(f"[table] {len(table)} rows -> {args.tables}/results.md")
+        from .common.io import save_csv
+        from .results.verdicts import settings_table
+
+        comparisons = results.comparisons_table(t["per_class"], t["runs"], t["groups"], reference=args.reference,
+                                                effect_of_interest=args.effect_of_interest)
+        save_csv(comparisons, Path(args.tables) / "comparisons.csv")
+        save_csv(settings_table(t["runs"]), Path(args.tables) / "settings.csv")
+        print(f"[table] {len(table)} rows -> {args.tables}/results.md; {len(comparisons)} comparisons")
     elif args.step == "figures":
         from .results.figures import make_figures
 
@@ -242,8 +265,17 @@ def results_step(args) -> None:
     elif args.step == "readme":
         from .results.readme import update_readme
 
-        folder = update_readme(args.tables, args.name, args.readme, Path(args.readme).parent)
+        folder = update_readme(args.tables, args.name, args.readme, Path(args.readme).parent, config=args.config)
         print(f"[readme] {args.readme}: block {args.name} from {folder}")
+    elif args.step == "verdicts":
+        from .results.verdicts import snapshot_verdicts, update_verdicts, verdict_markdown
+
+        if not Path(args.snapshots).is_dir():
+            raise FileNotFoundError(f"snapshots folder {args.snapshots} not found")
+        if not update_verdicts(args.readme, args.snapshots):
+            print(verdict_markdown(snapshot_verdicts(args.snapshots)))
+            raise ValueError(f"{args.readme} has no block <!-- verdicts --> ... <!-- /verdicts --> to fill")
+        print(f"[verdicts] {args.readme}: verdict table from {args.snapshots}")
     elif args.step == "analysis":
         from .results.premise_figures import write_analysis
 
@@ -261,5 +293,5 @@ def results_step(args) -> None:
         md = (Path(args.tables) / "results.md").read_text(encoding="utf-8")
         sections = [Path(path).read_text(encoding="utf-8") for path in args.section]
         write_report(t, md, figures, out, args.captions, config, reference=args.reference, analysis=args.analysis,
-                     sections=sections, html_out=args.html)
+                     sections=sections, html_out=args.html, effect_of_interest=args.effect_of_interest)
         print(f"[report] {out}" + (f" and {args.html}" if args.html else ""))

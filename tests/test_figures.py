@@ -14,7 +14,7 @@ from scipy import stats
 
 import results_data as syn
 from mr2.results import figures as F
-from mr2.results import plotting, regimes
+from mr2.results import plotting, regimes, tradeoff
 from mr2.results import groups as G
 from mr2.results import tables as R
 
@@ -42,6 +42,7 @@ def captured(monkeypatch):
 
     monkeypatch.setattr(F, "save_figure", spy)
     monkeypatch.setattr(regimes, "save_figure", spy)
+    monkeypatch.setattr(tradeoff, "save_figure", spy)
     monkeypatch.setattr(plotting, "save_figure", spy)  # placeholders are saved there
     return seen
 
@@ -77,20 +78,21 @@ def test_every_figure_writes_png_and_pdf(tmp_path, captured):
     t, groups = full()
     made = F.make_figures(t, groups, tmp_path)
     assert sorted(made) == sorted(["per_class_sorted", "accuracy_vs_variability", "group_accuracy",
-                                   "change_vs_erm", "margins_over_training", "sweeps", "regimes"])
+                                   "change_vs_erm", "margins_over_training", "sweeps", "regimes", "tradeoff"])
     for name, paths in made.items():
         assert paths[0] == tmp_path / f"{name}.png"
         check_files(paths)
     # real content, not placeholders: one panel per dataset (accuracy against a_k: per dataset and
     # method; the change figure: per dataset and method other than ERM), sweeps 2 datasets x 2
     # options; toy and toy2 are different data, so no data is run in several regimes
-    assert [c["placeholder"] for c in captured] == [False] * 6 + [True]
+    assert [c["placeholder"] for c in captured] == [False] * 6 + [True, False]
     n_other = len([m for m in syn.METHODS if m != "erm"])
     assert [len(c["axes"]) for c in captured[:5]] == [2, 2 * 2, 2, 2 * n_other, 2]
     assert captured[3]["titles"][:n_other] == [f"toy: {m} − erm (95% t-interval over 3 seeds)"
                                                for m in syn.METHODS if m != "erm"]
     assert len(captured[5]["axes"]) == 4
     assert captured[6]["texts"] == [regimes.NO_REGIMES]
+    assert len(captured[7]["axes"]) == 2  # the trade-off plane: a panel per dataset
 
 
 def test_one_colour_per_method_in_every_figure(tmp_path, captured):
@@ -113,6 +115,8 @@ def test_one_colour_per_method_in_every_figure(tmp_path, captured):
         assert drawn == {want[method]}, ax.get_title()
     regime_legend = legend_colours(captured[-1]["axes"][-1])
     assert regime_legend == {m: want[m] for m in regimes.METHODS}
+    tradeoff_legend = legend_colours(captured[7]["axes"][-1])  # the trade-off plane names methods for readers
+    assert tradeoff_legend == {plotting.method_name(m): want[m] for m in syn.METHODS if m != "erm"}
 
 
 def test_sorted_lines_are_ascending_per_method(tmp_path, captured):
@@ -142,7 +146,7 @@ def test_figures_with_erm_and_mr2_and_one_seed(tmp_path, captured):
     made = F.make_figures(t, groups, tmp_path)
     for paths in made.values():
         check_files(paths)
-    sweeps = captured[-2]
+    sweeps = captured[5]
     assert sweeps["texts"] == [F.NO_SWEEP]
 
 

@@ -49,6 +49,9 @@ def test_smoke_outputs_have_the_expected_content(smoke_results):
             assert (smoke_results / "figures" / f"{name}.{ext}").stat().st_size > 1000
     report = (smoke_results / "report.md").read_text()
     assert "## What we find" in report and "MR² against ERM" in report
+    assert report.index("## Verdict") < report.index("## Results")  # the report opens with the verdict
+    comparisons = pd.read_csv(smoke_results / "tables" / "comparisons.csv")
+    assert set(comparisons["kind"]) == {"reference", "ablation"} and comparisons["mde"].gt(0).all()
     assert all(f"figures/{name}.png" in report for name in FIGURES)
     md = (smoke_results / "tables" / "results.md").read_text()
     assert "| fashion_mnist | mr2 | c_bar=2.0 |" in md

@@ -25,6 +25,16 @@ def test_each_block_is_the_table_the_pipeline_wrote(name):
     assert snapshot_markdown(folder / "results.csv").strip("\n") == md  # the Markdown is the CSV's
 
 
+def test_the_readme_opens_its_results_with_the_verdict_table_of_the_snapshots():
+    """The verdict table across settings is what ``mr2 verdicts`` makes of docs/results/*/, and it
+    comes before every results table."""
+    from mr2.results.verdicts import BEGIN, readme_verdicts, snapshot_verdicts, verdict_markdown
+
+    text = (ROOT / "README.md").read_text()
+    assert readme_verdicts(text) == verdict_markdown(snapshot_verdicts(ROOT / "docs" / "results")).strip("\n")
+    assert text.index(BEGIN) < min(text.index(f"<!-- results:{name} -->") for name in BLOCKS)
+
+
 def test_update_readme_fills_one_block_and_keeps_the_rest(tmp_path):
     table = pd.DataFrame([{"dataset": "d", "method": "erm", "variant": "default", "n_seeds": 2, "n_paired": 0,
                            "all_mean": 81.25, "all_std": 0.5, "all_diff": float("nan"), "all_diff_lo": float("nan"),

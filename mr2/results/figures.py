@@ -15,6 +15,7 @@ figure, every class axis names the classes, and the paper's quantities carry the
   margins_over_training    γ_k per epoch of easy, medium and hard classes (MR²)
   sweeps                   accuracy (all, hard) against swept c̄ and λ on log axes (Fig. 5)
   regimes                  MR²'s and its ablations' paired Δ to ERM across training regimes (``regimes``)
+  tradeoff                 per method, paired Δ on hard against easy classes with intervals (``tradeoff``)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .plotting import (GROUP_COLOURS, GROUP_ORDER, _empty_panel, _one_legend, _p
                        value_ticks)
 from .regimes import plot_regimes
 from .statistics import LEVEL, paired_difference, spearman
+from .tradeoff import plot_tradeoff
 
 NO_SWEEP = "no sweep in this config"
 PANELS_PER_ROW = 4  # small multiples of the per-class change figure
@@ -351,4 +353,5 @@ def make_figures(tables: dict[str, pd.DataFrame], groups: pd.DataFrame, out_dir:
                                                             method=method),
         "sweeps": plot_sweeps(pc, runs, groups, out / "sweeps", method=sweep_method),
         "regimes": plot_regimes(pc, runs, groups, out / "regimes", reference=reference),
+        "tradeoff": plot_tradeoff(pc, runs, groups, out / "tradeoff", reference=reference),
     }

@@ -31,6 +31,12 @@ METHOD_COLOURS = {
     "jtt": "#637939", "lff": "#ad494a",
 }
 FALLBACK_COLOURS = sns.color_palette("tab20b", 20).as_hex()
+#: how a method is named in a figure (its config name where not listed)
+METHOD_NAMES = {
+    "erm": "ERM", "mr2": "MR²", "mr2_uniform": "MR² uniform", "mr2_no_rep": "MR² no rep.", "mr2_release": "MR² release",
+    "focal": "Focal", "ldam": "LDAM", "logit_adjust": "Logit adj.", "eql": "EQL", "supcon": "SupCon",
+    "center": "Center", "dro": "DRO", "fairdro": "FairDRO", "jtt": "JTT", "lff": "LfF",
+}
 #: the paper's symbols (matplotlib mathtext) for the names of statistics and options in the tables
 MATH_SYMBOLS = {
     "gamma": r"$\gamma_k$", "a": r"$a_k$", "mean_sq_norm": r"$\|\hat{\mu}_k\|^2$", "spread": r"$\|\hat{s}_k\|^2$",
@@ -52,6 +58,11 @@ def method_colour(method: str, variant: str = DEFAULT_VARIANT) -> str:
         return METHOD_COLOURS[method]
     key = method if variant == DEFAULT_VARIANT else run_label(method, variant)
     return FALLBACK_COLOURS[zlib.crc32(key.encode()) % len(FALLBACK_COLOURS)]
+
+
+def method_name(method: str) -> str:
+    """The display name of a method in a figure (``METHOD_NAMES``, else its config name)."""
+    return METHOD_NAMES.get(method, method)
 
 
 def method_palette(frame) -> dict[str, str]:

@@ -21,13 +21,13 @@ from .html import code_block, escape_frame, escape_text, write_report_html
 from .plotting import caption
 from .premise_text import premise_section
 from .regimes import regime_section
-from .statistics import verdict
-from .tables import paired, per_run_metrics
+from .statistics import EFFECT_OF_INTEREST, UNDERPOWERED, comparison_word
+from .tables import ABLATIONS, comparisons_table, paired, per_run_metrics
+from .verdicts import settings_table, verdict_markdown, verdict_table
 
 # The paper's CIFAR-100 / ResNet-32 numbers for ERM and MR² as a third-party summary gives them
 # (unverified; percent; docs/method.md, "Experimental protocol").
 PAPER_CIFAR100 = {"erm": {"all": 70.9, "hard": 56.7}, "mr2": {"all": 71.8, "hard": 58.5}}
-ABLATIONS = ("mr2_uniform", "mr2_no_rep")
 #: what a method's paired hard/easy verdicts against the reference mean for the paper's claim
 #: that the other methods trade easy-class accuracy for hard-class accuracy
 TRADE_OFF = {
@@ -37,12 +37,37 @@ TRADE_OFF = {
     ("no clear difference", "lower"): "lowers easy classes without raising hard ones",
     ("lower", "lower"): "lowers both hard and easy classes",
 }
+#: what each word of a paired comparison says about hard and about easy classes, for the pairs
+#: ``TRADE_OFF`` does not name
+HARD_PHRASE = {"higher": "raises hard classes", "lower": "lowers hard classes",
+               "no clear difference": "shows no clear change in hard classes",
+               UNDERPOWERED: "cannot show whether it changes hard classes (underpowered)"}
+EASY_PHRASE = {"higher": "raises easy classes", "lower": "lowers easy classes",
+               "no clear difference": "does not lower easy classes",
+               UNDERPOWERED: "cannot show whether it lowers easy classes (underpowered)"}
+
+
+def trade_off_kind(hard: str, easy: str) -> str:
+    """What a method's hard- and easy-class words against the reference say (``TRADE_OFF``, else
+    the two phrases of ``HARD_PHRASE`` and ``EASY_PHRASE``)."""
+    if (hard, easy) in TRADE_OFF:
+        return TRADE_OFF[(hard, easy)]
+    return f"{HARD_PHRASE.get(hard, 'changes hard classes: ' + hard)}; it {EASY_PHRASE.get(easy, 'easy: ' + easy)}"
 
 
 def _fmt(d: dict[str, float]) -> str:
+    """``+0.3 points [95 % CI -0.4, +1.1; MDE 1.0]``: the paired Δ, its interval and its minimum
+    detectable effect at 80 % power (``mr2.results.statistics.minimum_detectable_effect``)."""
     if math.isnan(d["diff_lo"]):
         return f"{d['diff']:+.1f} points (no interval)"
-    return f"{d['diff']:+.1f} points [95 % CI {d['diff_lo']:+.1f}, {d['diff_hi']:+.1f}]"
+    mde = d.get("mde", math.nan)
+    return (f"{d['diff']:+.1f} points [95 % CI {d['diff_lo']:+.1f}, {d['diff_hi']:+.1f}"
+            + (f"; MDE {mde:.1f}]" if not math.isnan(mde) else "]"))
+
+
+def _word(d: dict[str, float], effect_of_interest: float) -> str:
+    """The word of one paired comparison (``comparison_word``)."""
+    return comparison_word(d["diff"], d["diff_lo"], d["diff_hi"], d.get("mde", math.nan), effect_of_interest)
 
 
 #: the metrics of the sentences on MR², in their order, and how they are named there
@@ -51,20 +76,25 @@ FINDING_METRICS = {"hard": "hard classes", "easy": "easy classes", "all": "all c
 
 
 def claim_verdict(v: dict[str, str]) -> str:
-    """The paper's claim from MR²'s paired verdicts against the reference (``mr2.results.statistics.verdict``):
+    """The paper's claim from MR²'s paired words against the reference (``comparison_word``):
     hard classes higher, easy classes not lower, overall accuracy (top-1; the mean per-class accuracy
     where the tables have no top-1) higher. Metrics absent from ``v`` (no easy classes when K < 3)
-    are not part of it."""
+    are not part of it. When it is not supported and a needed comparison is underpowered, says which."""
     overall = "top1" if "top1" in v else "all"
     needed = {"hard": v["hard"], overall: v[overall], **({"easy": v["easy"]} if "easy" in v else {})}
     if any(x.startswith("undetermined") for x in needed.values()):
         return "**undetermined** here (too few paired seeds for an interval)."
     holds = needed["hard"] == "higher" and needed.get("easy") != "lower" and needed[overall] == "higher"
-    return "**supported** here." if holds else "**not supported** here at the 95 % level."
+    weak = [FINDING_METRICS[m] for m, w in needed.items() if w == UNDERPOWERED]
+    return "**supported** here." if holds else "**not supported** here at the 95 % level" + (
+        f" (underpowered for the {', '.join(weak)}: a change of the effect of interest could have gone unseen)."
+        if weak else ".")
 
 
-def findings(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, reference: str = "erm") -> list[str]:
-    """Plain sentences, per dataset, on the paper's claims, computed from the tables."""
+def findings(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, reference: str = "erm",
+             effect_of_interest: float = EFFECT_OF_INTEREST) -> list[str]:
+    """Plain sentences, per dataset, on the paper's claims, computed from the tables; a "no clear
+    difference" whose minimum detectable effect exceeds ``effect_of_interest`` reads "underpowered"."""
     per_run = per_run_metrics(per_class, runs, groups)
     metrics = [m for m in FINDING_METRICS if m in per_run]  # no "easy" column when K < 3
     default = per_run[per_run["variant"] == DEFAULT_VARIANT]
@@ -77,25 +107,25 @@ def findings(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, 
         if res and any(d is None for d in res.values()):
             lines.append(f"- MR² and {reference.upper()} share no seed here: no paired comparison.")
         elif res:
-            v = {m: verdict(d["diff"], d["diff_lo"], d["diff_hi"]) for m, d in res.items()}
+            v = {m: _word(d, effect_of_interest) for m, d in res.items()}
             lines.append(f"- MR² against {reference.upper()}, paired by seed ({res['hard']['n_paired']} seeds): "
                          + "; ".join(f"{FINDING_METRICS[m]} {_fmt(res[m])} ({v[m]})" for m in metrics) + ".")
             lines.append(
                 "- The paper's claim (MR² raises hard-class accuracy without lowering easy-class accuracy, "
                 "and raises overall accuracy) is " + claim_verdict(v)
             )
-            lines += held_out_finding(held_out, dataset, reference)
+            lines += held_out_finding(held_out, dataset, reference, effect_of_interest)
         for ablation in ABLATIONS:
             if "mr2" in methods and ablation in methods:
                 parts = []
                 for metric in ("all", "hard"):
                     d = paired(per_run, dataset, "mr2", ablation, metric)
                     if d is not None:
-                        parts.append(f"{metric} {_fmt(d)} ({verdict(d['diff'], d['diff_lo'], d['diff_hi'])} for MR²)")
+                        parts.append(f"{metric} {_fmt(d)} ({_word(d, effect_of_interest)} for MR²)")
                 if parts:
                     lines.append(f"- Full MR² against the ablation `{ablation}`: " + "; ".join(parts) + ". "
                                  "The paper claims each ablation loses to full MR².")
-        lines += baseline_findings(per_run, dataset, reference)
+        lines += baseline_findings(per_run, dataset, reference, effect_of_interest)
         if dataset.startswith("cifar100") and {"erm", "mr2"} <= methods:
             ours = default[default["dataset"] == dataset].groupby("method")[["all", "hard"]].mean() * 100
             lines.append("- Against the paper's CIFAR-100 numbers (third-party summary, unverified; our default "
@@ -106,24 +136,28 @@ def findings(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, 
     return lines
 
 
-def held_out_finding(held_out: pd.DataFrame, dataset: str, reference: str) -> list[str]:
+def held_out_finding(held_out: pd.DataFrame, dataset: str, reference: str,
+                     effect_of_interest: float = EFFECT_OF_INTEREST) -> list[str]:
     """MR²'s paired hard/easy differences with each seed's groups ranked on the reference's other
     seeds (``mr2.results.groups.held_out_group_accuracy``), free of the regression to the mean that
     favours a hard-class gain when groups are ranked on the compared runs; nothing with one seed."""
     res = {m: paired(held_out, dataset, "mr2", reference, m) for m in ("hard", "easy") if m in held_out}
     if len(res) < 2 or any(d is None for d in res.values()):
         return []
-    v = {m: verdict(d["diff"], d["diff_lo"], d["diff_hi"]) for m, d in res.items()}
+    v = {m: _word(d, effect_of_interest) for m, d in res.items()}
     return [f"- The same with each seed's groups ranked on the {reference.upper()} runs of the other seeds "
             f"(ranking and comparing on the same runs favours a hard-class gain and an easy-class loss by "
             f"regression to the mean; this check has no such bias): hard classes {_fmt(res['hard'])} "
             f"({v['hard']}); easy classes {_fmt(res['easy'])} ({v['easy']})."]
 
 
-def baseline_findings(per_run: pd.DataFrame, dataset: str, reference: str = "erm") -> list[str]:
+def baseline_findings(per_run: pd.DataFrame, dataset: str, reference: str = "erm",
+                      effect_of_interest: float = EFFECT_OF_INTEREST) -> list[str]:
     """A sentence per method other than the reference, MR² and its ablations (the baselines and
     the release's loss), in the tables' order: its paired hard- and easy-class differences to the
-    reference and whether it raises hard classes and lowers easy ones; then one summary line."""
+    reference (with their MDE) and whether it raises hard classes and lowers easy ones, in the words
+    of ``comparison_word`` (underpowered included; ``trade_off_kind``), or why there is none; then
+    one summary line."""
     present = list(dict.fromkeys(per_run.loc[per_run["dataset"] == dataset, "method"]))
     baselines = [m for m in present if m not in (reference, "mr2", *ABLATIONS)]
     if reference not in present or not baselines:
@@ -131,30 +165,48 @@ def baseline_findings(per_run: pd.DataFrame, dataset: str, reference: str = "erm
     lines, kinds = [], {}
     for method in baselines:
         res = {m: paired(per_run, dataset, method, reference, m) for m in ("hard", "easy", "all") if m in per_run}
-        if "easy" not in res or any(d is None for d in res.values()):  # no easy classes (K < 3) or no common seed
+        if "easy" not in res:  # no easy classes (K < 3)
             continue
-        v = {m: verdict(d["diff"], d["diff_lo"], d["diff_hi"]) for m, d in res.items()}
-        kind = TRADE_OFF.get((v["hard"], v["easy"]), "shows no clear change in hard classes"
-                             if v["hard"] == "no clear difference" else f"changes hard classes: {v['hard']}; easy: {v['easy']}")
+        if any(d is None for d in res.values()):
+            lines.append(f"- `{method}` shares no seed with {reference.upper()} here: no paired comparison.")
+            continue
+        v = {m: _word(d, effect_of_interest) for m, d in res.items()}
+        kind = trade_off_kind(v["hard"], v["easy"])
         kinds.setdefault(kind, []).append(method)
         lines.append(f"- `{method}` against {reference.upper()} ({res['all']['n_paired']} seeds): hard classes "
                      f"{_fmt(res['hard'])} ({v['hard']}); easy classes {_fmt(res['easy'])} ({v['easy']}); all "
-                     f"classes {_fmt(res['all'])} ({v['all']}). It {kind}.")
-    if lines:
+                     f"classes {_fmt(res['all'])} ({v['all']}). It {kind}." + mr2_against(per_run, dataset, method,
+                                                                                         effect_of_interest))
+    if kinds:
         lines.append("- Baselines by outcome: " + "; ".join(f"{kind}: {', '.join(f'`{m}`' for m in ms)}"
                                                           for kind, ms in kinds.items()) + ".")
     return lines
 
 
+def mr2_against(per_run: pd.DataFrame, dataset: str, baseline: str,
+                effect_of_interest: float = EFFECT_OF_INTEREST) -> str:
+    """`` MR² against it: hard classes ... (word); easy classes ... (word).``: full MR²'s paired
+    hard- and easy-class differences to ``baseline`` (the verdict's "MR² above the baselines");
+    empty without MR² or a common seed, or for MR²'s own family."""
+    if baseline.startswith("mr2") or "mr2" not in set(per_run.loc[per_run["dataset"] == dataset, "method"]):
+        return ""
+    res = {m: paired(per_run, dataset, "mr2", baseline, m) for m in ("hard", "easy")}
+    if any(d is None for d in res.values()):
+        return ""
+    return (" MR² against it: " + "; ".join(f"{m} classes {_fmt(d)} ({_word(d, effect_of_interest)})"
+                                            for m, d in res.items()) + ".")
+
+
 def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict[str, str], out: str | Path,
                  report_dir: str | Path, config: dict[str, Any], reference: str = "erm",
                  sections: Sequence[str] = (), analysis: str | Path | None = None,
-                 html_out: str | Path | None = None) -> str:
+                 html_out: str | Path | None = None, effect_of_interest: float = EFFECT_OF_INTEREST) -> str:
     """Assemble results/report.md; ``figures`` maps a figure name to its PNG path relative to ``out``;
     ``sections`` are Markdown sections written by other steps (e.g. the theory step's), placed
     before the figures; the "Training regime" section follows the findings when a data name is run
     in several regimes (``mr2.results.regimes``); ``analysis`` (the folder of
-    ``mr2.analysis.write_analysis``) adds the "Does the premise hold?" section after them. Every
+    ``mr2.analysis.write_analysis``) adds the "Does the premise hold?" section after them. The
+    report opens with the verdict on each part of the paper's claim (``mr2.results.verdicts``). Every
     name from the tables (datasets, methods, variants, classes) is ``escape_text``-ed, and the config
     is shown in a code block no string of it can close: no markup of a config or a CSV is live."""
     per_class, runs, groups = (escape_frame(tables[name]) for name in ("per_class", "runs", "groups"))
@@ -175,6 +227,12 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "hard-class gain by regression to the mean, so the findings repeat MR²'s hard/easy differences with "
         "each seed's groups ranked on the reference's other seeds. Model selection never uses test data.",
         "",
+        "## Verdict",
+        "",
+        verdict_markdown(verdict_table(
+            comparisons_table(per_class, runs, groups, reference, effect_of_interest=effect_of_interest),
+            per_class[["dataset", "method", "variant"]].drop_duplicates(), settings_table(runs), reference)).strip(),
+        "",
         "## Results",
         "",
         caption(report_dir, "results_table"),
@@ -183,7 +241,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "",
         "## What we find",
         "",
-        *findings(per_class, runs, groups, reference),
+        *findings(per_class, runs, groups, reference, effect_of_interest),
         *regime_section(per_class, runs, groups, reference),
         *(premise_section(analysis, out, report_dir, reference) if analysis else []),
         *[f"{section.strip()}\n" for section in sections],

@@ -1,19 +1,28 @@
-"""The statistics of the results layer: t-intervals over seeds and rank correlations across classes.
+"""The statistics of the results layer: t-intervals over seeds, the power of a paired comparison and
+rank correlations across classes.
 
 One t-interval for the whole project (``t_interval``): the paired differences of the results table
-and the seed intervals of the premise analysis both use it.
+and the seed intervals of the premise analysis both use it. One word per paired comparison
+(``comparison_word``): higher / lower / no clear difference / underpowered, the last when the
+comparison could not have detected an effect of interest (``minimum_detectable_effect``).
 """
 
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import optimize, stats
 
 LEVEL = 0.95
+POWER = 0.8  # the power at which the minimum detectable effect is stated
+#: the smallest paired change (points) worth detecting, when a caller gives none (the config key
+#: ``effect_of_interest``; config/README.md gives the reason)
+EFFECT_OF_INTEREST = 1.0
+UNDERPOWERED = "underpowered"
 
 
 def t_interval(values: Iterable[float], level: float = LEVEL) -> dict[str, float]:
@@ -31,10 +40,60 @@ def t_interval(values: Iterable[float], level: float = LEVEL) -> dict[str, float
 
 def paired_difference(values: np.ndarray, reference: np.ndarray, level: float = LEVEL) -> dict[str, float]:
     """Mean paired difference d̄ = mean(x_s − r_s) over seeds s, with its ``t_interval``
-    d̄ ± t_{(1+level)/2, n−1} · sd(d)/√n. With n = 1 the interval is NaN."""
+    d̄ ± t_{(1+level)/2, n−1} · sd(d)/√n, the paired sd(d) (n − 1) as ``diff_sd`` and the
+    ``minimum_detectable_effect`` of a test at α = 1 − level as ``mde``. With n = 1 the interval,
+    the sd and the MDE are NaN."""
     d = np.asarray(values, dtype=float) - np.asarray(reference, dtype=float)
     iv = t_interval(d, level)
-    return {"diff": iv["mean"], "diff_lo": iv["lo"], "diff_hi": iv["hi"], "n_paired": len(d)}
+    sd = float(np.std(d[np.isfinite(d)], ddof=1)) if iv["n"] >= 2 else math.nan
+    return {"diff": iv["mean"], "diff_lo": iv["lo"], "diff_hi": iv["hi"], "n_paired": len(d), "diff_sd": sd,
+            "mde": minimum_detectable_effect(sd, iv["n"], alpha=1 - level)}
+
+
+@lru_cache(maxsize=None)
+def _noncentrality(n: int, alpha: float, power: float) -> float:
+    """The noncentrality δ with P(|T| > t_{1−α/2, n−1}) = power for T ~ t'(n − 1, δ) (see
+    ``minimum_detectable_effect``), by bracketing and Brent's method."""
+    df = n - 1
+    crit = float(stats.t.ppf(1 - alpha / 2, df))
+
+    def excess(delta: float) -> float:  # P(T < −c) for T ~ t'(df, δ) is P(T' > c) for T' = −T ~ t'(df, −δ):
+        # scipy's nct.cdf returns NaN for some tiny lower tails (df = 1, δ = 8), its sf does not
+        return float(stats.nct.sf(crit, df, delta) + stats.nct.sf(crit, df, -delta)) - power
+
+    high = 1.0
+    while excess(high) < 0:
+        high *= 2
+    return float(optimize.brentq(excess, 0.0, high, xtol=1e-10))
+
+
+def minimum_detectable_effect(sd: float, n: int, alpha: float = 1 - LEVEL, power: float = POWER) -> float:
+    """The smallest true mean paired difference Δ that a two-sided paired t-test at level ``alpha``
+    detects with probability ``power``, from the sd of the n paired differences.
+
+    With d_1..d_n ~ N(Δ, sd²) the statistic T = d̄ / (sd/√n) follows a noncentral t distribution
+    with n − 1 degrees of freedom and noncentrality δ = Δ √n / sd; the test rejects when
+    |T| > t_{1−α/2, n−1}. The power is
+        π(δ) = P(T > t_{1−α/2, n−1}) + P(T < −t_{1−α/2, n−1}),  T ~ t'(n − 1, δ)
+             = sf(t_{1−α/2, n−1}; n − 1, δ) + sf(t_{1−α/2, n−1}; n − 1, −δ)   (scipy.stats.nct),
+    increasing in δ ≥ 0; δ* solves π(δ*) = power (a root finder, exact up to 1e-10), and
+        MDE = δ* · sd / √n
+    (for large n, δ* → z_{1−α/2} + z_{power}: 2.80 at α = 0.05, 80 % power). NaN with n < 2 (no
+    test) or an undefined sd; 0 with sd = 0 (any change is then detected)."""
+    if n < 2 or sd is None or not math.isfinite(sd):
+        return math.nan
+    if sd == 0:
+        return 0.0
+    return _noncentrality(int(n), float(alpha), float(power)) * abs(float(sd)) / math.sqrt(n)
+
+
+def seeds_needed(sd: float, target: float, alpha: float = 1 - LEVEL, power: float = POWER, most: int = 10_000) -> int:
+    """The fewest paired seeds n ≥ 2 whose ``minimum_detectable_effect`` at paired sd ``sd`` is at
+    most ``target`` (MDE falls with n: δ*(n)/√n decreases); an error past ``most`` seeds."""
+    for n in range(2, most + 1):
+        if minimum_detectable_effect(sd, n, alpha, power) <= target:
+            return n
+    raise ValueError(f"more than {most} seeds needed to detect {target} at paired sd {sd}")
 
 
 def verdict(diff: float, lo: float, hi: float) -> str:
@@ -46,6 +105,18 @@ def verdict(diff: float, lo: float, hi: float) -> str:
     if hi < 0:
         return "lower"
     return "no clear difference"
+
+
+def comparison_word(diff: float, lo: float, hi: float, mde: float,
+                    effect_of_interest: float = EFFECT_OF_INTEREST) -> str:
+    """The one word a paired comparison earns: ``verdict`` (higher / lower / no clear difference /
+    undetermined), except that a "no clear difference" whose minimum detectable effect exceeds
+    ``effect_of_interest`` (or is undefined) reads "underpowered": the comparison could not have
+    seen a change of the size that matters, so it is no evidence of its absence."""
+    word = verdict(diff, lo, hi)
+    if word == "no clear difference" and not (mde <= effect_of_interest):
+        return UNDERPOWERED
+    return word
 
 
 def spearman(x: Iterable[float], y: Iterable[float]) -> float:

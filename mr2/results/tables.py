@@ -31,12 +31,20 @@ from ..common.io import save_csv, save_text
 from ..common.runs import DEFAULT_VARIANT, RUN_KEYS, run_keys
 from .groups import run_group_accuracy
 from .html import escape_text
-from .statistics import paired_difference
+from .statistics import EFFECT_OF_INTEREST, LEVEL, comparison_word, paired_difference
 
 EVAL_SUBDIR = "eval"
 RESULTS_DIR = "results"  # the pipeline's results folder, in the repository root
 ROOT_MARKER = "pyproject.toml"  # what makes a folder the repository root
 METRICS = ["top1", "all", "easy", "medium", "hard", "worst"]
+#: MR²'s ablations (each claimed below full MR²) and the rest of MR²'s family; every other method
+#: but the reference is a baseline MR² is compared with
+MR2 = "mr2"
+ABLATIONS = ("mr2_uniform", "mr2_no_rep")
+MR2_FAMILY = (MR2, *ABLATIONS, "mr2_release")
+COMPARISON_COLUMNS = ["dataset", "method", "variant", "against", "against_variant", "kind", "metric", "n_paired",
+                      "diff", "diff_sd", "diff_lo", "diff_hi", "mde", "effect_of_interest", "word"]
+DIFF_KEYS = ("diff", "diff_lo", "diff_hi", "diff_sd", "mde")
 METRIC_TITLES = {"top1": "Top-1", "all": "All", "easy": "Easy", "medium": "Medium", "hard": "Hard",
                  "worst": "Worst class"}
 
@@ -172,9 +180,10 @@ def results_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd
     For each metric m of ``METRICS`` present (top1 from ``runs``; all/easy/medium/hard/worst
     from the per-class accuracies and ``groups``), in percent (``scale``):
       m_mean, m_std   mean and sample sd (n − 1) over seeds (sd NaN with one seed)
-      m_diff, m_diff_lo, m_diff_hi
+      m_diff, m_diff_lo, m_diff_hi, m_diff_sd, m_mde
                       paired difference to the reference method (same dataset and seed),
-                      mean with a ``level`` t-interval (``paired_difference``); NaN for the
+                      mean with a ``level`` t-interval, the paired sd and the minimum
+                      detectable effect at 80 % power (``paired_difference``); NaN for the
                       reference itself and for runs without a reference of the same seed
     and n_seeds, n_paired. Rows keep the order of first appearance in ``per_class`` (datasets,
     then methods), with the reference first and default variants before the others.
@@ -196,9 +205,9 @@ def results_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd
             row[f"{m}_std"] = frame[m].std(ddof=1)
             diff = paired_difference(own.loc[common, m].to_numpy(), ref.loc[common, m].to_numpy(), level)
             if self_ref or not len(common):
-                diff = {k: math.nan for k in ("diff", "diff_lo", "diff_hi")} | {"n_paired": len(common)}
+                diff = {k: math.nan for k in DIFF_KEYS} | {"n_paired": len(common)}
             row["n_paired"] = diff["n_paired"]
-            row.update({f"{m}_{k}": diff[k] for k in ("diff", "diff_lo", "diff_hi")})
+            row.update({f"{m}_{k}": diff[k] for k in DIFF_KEYS})
         rows.append(row)
     table = pd.DataFrame(rows)
     datasets = {d: i for i, d in enumerate(per_class["dataset"].unique())}
@@ -208,6 +217,59 @@ def results_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd
                           "not_default": table["variant"] != DEFAULT_VARIANT,
                           "seen": [seen[tuple(k)] for k in table[["dataset", "method", "variant"]].itertuples(index=False)]})
     return table.loc[order.sort_values(list(order.columns)).index].reset_index(drop=True)
+
+
+def comparison_pairs(per_run: pd.DataFrame, reference: str = "erm",
+                     reference_variant: str = DEFAULT_VARIANT) -> list[tuple[str, str, str, str, str, str]]:
+    """The paired comparisons behind the paper's claim, per dataset, as (dataset, method, variant,
+    against, against_variant, kind):
+      reference  every method × variant against the reference (the results table's Δ)
+      ablation   each ablation of ``ABLATIONS`` against full MR² (default variants): the paper
+                 claims each is below it
+      baseline   full MR² against each baseline (a default-variant method that is neither the
+                 reference nor in ``MR2_FAMILY``): the paper claims MR² is above them on hard
+                 classes without their easy-class loss"""
+    pairs = []
+    for dataset in per_run["dataset"].unique():
+        here = per_run[per_run["dataset"] == dataset][["method", "variant"]].drop_duplicates()
+        present = list(here.itertuples(index=False, name=None))
+        if (reference, reference_variant) in present:
+            pairs += [(dataset, m, v, reference, reference_variant, "reference") for m, v in present
+                      if (m, v) != (reference, reference_variant)]
+        if (MR2, DEFAULT_VARIANT) in present:
+            pairs += [(dataset, a, DEFAULT_VARIANT, MR2, DEFAULT_VARIANT, "ablation") for a in ABLATIONS
+                      if (a, DEFAULT_VARIANT) in present]
+            pairs += [(dataset, MR2, DEFAULT_VARIANT, m, v, "baseline") for m, v in present
+                      if v == DEFAULT_VARIANT and m != reference and m not in MR2_FAMILY]
+    return pairs
+
+
+def comparisons_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame,
+                      reference: str = "erm", reference_variant: str = DEFAULT_VARIANT, level: float = LEVEL,
+                      effect_of_interest: float = EFFECT_OF_INTEREST, scale: float = 100.0) -> pd.DataFrame:
+    """A tidy row per comparison of ``comparison_pairs`` and metric of ``METRICS`` present: the
+    paired (by seed, common seeds only) difference method − against in points, n_paired, mean
+    ``diff`` with its paired sd, ``level`` t-interval and minimum detectable effect at 80 % power
+    (``paired_difference``, the results table's own code), the ``effect_of_interest`` and the
+    ``word`` it earns (``mr2.results.statistics.comparison_word``). Columns ``COMPARISON_COLUMNS``;
+    a pair without a common seed is left out."""
+    per_run = per_run_metrics(per_class, runs, groups)
+    metrics = [m for m in METRICS if m in per_run]
+    keyed = per_run.set_index(["dataset", "method", "variant", "seed"])[metrics].sort_index() * scale
+    rows = []
+    for dataset, method, variant, against, against_variant, kind in comparison_pairs(per_run, reference,
+                                                                                     reference_variant):
+        a, b = keyed.loc[(dataset, method, variant)], keyed.loc[(dataset, against, against_variant)]
+        common = a.index.intersection(b.index)
+        if not len(common):
+            continue
+        for m in metrics:
+            d = paired_difference(a.loc[common, m].to_numpy(), b.loc[common, m].to_numpy(), level)
+            rows.append({"dataset": dataset, "method": method, "variant": variant, "against": against,
+                         "against_variant": against_variant, "kind": kind, "metric": m, **d,
+                         "effect_of_interest": effect_of_interest,
+                         "word": comparison_word(d["diff"], d["diff_lo"], d["diff_hi"], d["mde"], effect_of_interest)})
+    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
 
 
 def format_mean_std(mean: float, std: float, digits: int = 1) -> str:

@@ -52,6 +52,7 @@ FIGURE_NAMES = [
     "margins_over_training",
     "sweeps",
     "regimes",
+    "tradeoff",
 ]
 DEFAULT_VARIANT = "default"
 NAME = re.compile(r"^(?!.*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*\Z")  # \Z: `$` would let a final newline in

@@ -35,15 +35,19 @@ rule results_table:
     output:
         csv=report(f"{TABLES}/results.csv", caption="../report/results_table.rst", category="Results"),
         md=f"{TABLES}/results.md",
+        comparisons=f"{TABLES}/comparisons.csv",
+        settings=f"{TABLES}/settings.csv",
     params:
         reference=REFERENCE,
+        effect=config["effect_of_interest"],
         tables=lambda wildcards, input: folder_of(input[0]),
     log:
         f"{LOGS}/results_table.log",
     conda:
         ENV_RESULTS
     shell:
-        "python -m mr2 table --tables {params.tables:q} --reference {params.reference:q} > {log:q} 2>&1"
+        "python -m mr2 table --tables {params.tables:q} --reference {params.reference:q}"
+        " --effect-of-interest {params.effect:q} > {log:q} 2>&1"
 
 
 rule figures:
@@ -69,10 +73,11 @@ rule figures:
 
 
 rule report:
-    """results/report.md: table, generated findings, figures with captions, the config; and the same
+    """results/report.md: verdict, table, generated findings, figures with captions, the config; and the same
     as one self-contained HTML page for Snakemake's --report."""
     input:
         md=f"{TABLES}/results.md",
+        comparisons=f"{TABLES}/comparisons.csv",
         figures=rules.figures.output.png,
         cfg=PIPELINE_CONFIG,
         analysis=rules.analysis.output.summary,
@@ -88,6 +93,7 @@ rule report:
         figures=lambda wildcards, input: folder_of(input.figures[0]),
         analysis=lambda wildcards, input: folder_of(input.analysis),
         captions=str(CAPTIONS),
+        effect=config["effect_of_interest"],
     log:
         f"{LOGS}/report.log",
     conda:
@@ -95,4 +101,5 @@ rule report:
     shell:
         "python -m mr2 report --tables {params.tables:q} --figures {params.figures:q} --captions {params.captions:q}"
         " --config {input.cfg:q} --analysis {params.analysis:q} --reference {params.reference:q}"
-        " --section {input.theory:q} --out {output.md:q} --html {output.html:q} > {log:q} 2>&1"
+        " --section {input.theory:q} --out {output.md:q} --html {output.html:q} --effect-of-interest {params.effect:q}"
+        " > {log:q} 2>&1"

@@ -1,0 +1,85 @@
+"""The trade-off plane: per method, its paired Δ to the reference on the hard classes (y) against its
+paired Δ on the easy classes (x), each with its 95 % t-interval as error bars.
+
+The paper's claim places MR² up and to the right of zero (hard classes raised, easy ones not
+lowered) and the other methods up and to the left (hard classes bought with easy ones). The Δ are the
+rows of ``mr2.results.tables.comparisons_table`` against the reference (default variants, paired by
+seed), the numbers of the results table; a panel per dataset.
+
+  tradeoff_points  a row per dataset and method: hard and easy Δ with their intervals, n_paired
+  plot_tradeoff    the figure (a placeholder when no method has a paired comparison)
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..common.runs import DEFAULT_VARIANT
+from .plotting import _panels, method_colour, method_name, placeholder, save_figure
+from .tables import comparisons_table
+
+NO_POINTS = "no method shares seeds with the reference on a dataset with easy and hard classes"
+AXES = {"easy": "x", "hard": "y"}
+
+
+def tradeoff_points(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame,
+                    reference: str = "erm") -> pd.DataFrame:
+    """A row per dataset and method (default variants) with a paired comparison to the reference on
+    both easy and hard classes: dataset, method, n_paired and for m in easy, hard: m_diff, m_lo,
+    m_hi (points)."""
+    c = comparisons_table(per_class, runs, groups, reference)
+    c = c[(c["kind"] == "reference") & (c["variant"] == DEFAULT_VARIANT) & c["metric"].isin(list(AXES))]
+    if not set(AXES) <= set(c["metric"]):  # no pair, or no easy classes (K < 3)
+        return pd.DataFrame(columns=["dataset", "method", "easy_diff", "easy_lo", "easy_hi",
+                                     "hard_diff", "hard_lo", "hard_hi", "n_paired"])
+    wide = c.pivot_table(index=["dataset", "method"], columns="metric", values=["diff", "diff_lo", "diff_hi"],
+                         sort=False, dropna=False)
+    out = pd.DataFrame(index=wide.index)
+    for m in AXES:
+        out[f"{m}_diff"], out[f"{m}_lo"], out[f"{m}_hi"] = wide[("diff", m)], wide[("diff_lo", m)], wide[("diff_hi", m)]
+    n = c.drop_duplicates(["dataset", "method"]).set_index(["dataset", "method"])["n_paired"]
+    seen = pd.MultiIndex.from_frame(per_class[["dataset", "method"]].drop_duplicates())  # the config's order
+    return out.join(n).reindex([key for key in seen if key in n.index]).reset_index()
+
+
+def _bar(point: pd.Series, m: str) -> np.ndarray | None:
+    if math.isnan(point[f"{m}_lo"]):
+        return None
+    return np.array([[point[f"{m}_diff"] - point[f"{m}_lo"]], [point[f"{m}_hi"] - point[f"{m}_diff"]]])
+
+
+def plot_tradeoff(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame, stem: str | Path,
+                  reference: str = "erm") -> list[Path]:
+    """Per dataset a panel: a point per method at (easy Δ, hard Δ) to ``reference`` with both 95 %
+    intervals as error bars (none with one paired seed), named in the legend; lines at zero; the
+    quadrant the paper claims for MR² (hard up, easy not down) shaded."""
+    points = tradeoff_points(per_class, runs, groups, reference)
+    if points.empty:
+        return placeholder(stem, NO_POINTS)
+    datasets = list(points["dataset"].unique())
+    fig, axes = _panels(len(datasets), width=5.0)
+    for ax, dataset in zip(axes[0], datasets):
+        here = points[points["dataset"] == dataset]
+        for _, p in here.iterrows():
+            colour = method_colour(p["method"])
+            ax.errorbar(p["easy_diff"], p["hard_diff"], xerr=_bar(p, "easy"), yerr=_bar(p, "hard"), fmt="o",
+                        color=colour, ecolor=colour, elinewidth=1, capsize=3, markersize=6,
+                        label=method_name(p["method"]))
+        ax.axhline(0, color="grey", lw=0.8, zorder=0)
+        ax.axvline(0, color="grey", lw=0.8, zorder=0)
+        ax.margins(0.15)
+        x0, x1 = ax.get_xlim()
+        y0, y1 = ax.get_ylim()
+        ax.fill_between([0, max(x1, 0)], 0, max(y1, 0), color="tab:green", alpha=0.07, lw=0, zorder=-1)
+        ax.set_xlim(min(x0, 0), max(x1, 0))
+        ax.set_ylim(min(y0, 0), max(y1, 0))
+        n = here["n_paired"].max()
+        ax.set_title(f"{dataset} ({int(n)} paired seed{'s' if n != 1 else ''})", fontsize=10)
+        ax.set_xlabel(f"Δ easy classes vs {method_name(reference)} (points)")
+        ax.set_ylabel(f"Δ hard classes vs {method_name(reference)} (points)")
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="method", fontsize=8)
+    return save_figure(fig, stem)

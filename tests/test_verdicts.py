@@ -1,0 +1,270 @@
+"""The power of every verdict and the verdict table across settings: the minimum detectable effect
+against a simulation of paired t-tests and the normal approximation, the word of a comparison, the
+tidy table of paired comparisons against hand computations on a three-class table (one easy, one
+medium, one hard class), the decision rules of the verdict table, the trade-off figure."""
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from mr2.results import groups as G
+from mr2.results import statistics as S
+from mr2.results import tables as R
+from mr2.results import verdicts as V
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ----------------------------------------------------------------------------- minimum detectable effect
+def test_mde_gives_80_percent_rejections_in_a_simulation_of_paired_t_tests():
+    rng = np.random.default_rng(1)
+    for n, sd in ((2, 1.0), (3, 1.5), (5, 2.0), (10, 0.7)):  # n = 2: where scipy's nct.cdf fails
+        mde = S.minimum_detectable_effect(sd, n)
+        d = rng.normal(mde, sd, size=(40000, n))  # paired differences with the true mean at the MDE
+        p = stats.ttest_1samp(d, 0.0, axis=1).pvalue
+        assert np.mean(p < 0.05) == pytest.approx(0.80, abs=0.01), (n, sd)
+        d0 = rng.normal(0.8 * mde, sd, size=(40000, n))  # a smaller effect is detected less often
+        assert np.mean(stats.ttest_1samp(d0, 0.0, axis=1).pvalue < 0.05) < 0.75
+
+
+def test_mde_tends_to_the_normal_approximation_for_large_n():
+    n, sd = 20000, 3.0
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.8)  # 1.960 + 0.842 = 2.802
+    assert S.minimum_detectable_effect(sd, n) * math.sqrt(n) / sd == pytest.approx(z, abs=2e-3)
+    assert S.minimum_detectable_effect(sd, n, alpha=0.01, power=0.9) * math.sqrt(n) / sd == pytest.approx(
+        stats.norm.ppf(0.995) + stats.norm.ppf(0.9), abs=2e-3)
+
+
+def test_mde_edge_cases_and_scale():
+    assert math.isnan(S.minimum_detectable_effect(1.0, 1)) and math.isnan(S.minimum_detectable_effect(1.0, 0))
+    assert math.isnan(S.minimum_detectable_effect(float("nan"), 5))
+    assert S.minimum_detectable_effect(0.0, 3) == 0.0
+    assert S.minimum_detectable_effect(2.0, 4) == pytest.approx(2 * S.minimum_detectable_effect(1.0, 4))
+    assert S.minimum_detectable_effect(1.0, 3) > S.minimum_detectable_effect(1.0, 10)  # more seeds, smaller
+
+
+def test_seeds_needed_is_the_first_n_whose_mde_reaches_the_target():
+    for sd, target in ((0.99, 1.0), (2.5, 1.0), (1.0, 3.0)):
+        n = S.seeds_needed(sd, target)
+        assert S.minimum_detectable_effect(sd, n) <= target
+        assert n == 2 or S.minimum_detectable_effect(sd, n - 1) > target
+    # for large n about ((z_0.975 + z_0.8) sd / target)²
+    assert S.seeds_needed(5.0, 1.0) == pytest.approx((2.8016 * 5.0) ** 2, rel=0.02)
+
+
+def test_paired_difference_carries_the_paired_sd_and_its_mde():
+    out = S.paired_difference(np.array([3.0, 5.0, 7.0]), np.array([2.0, 3.0, 4.0]))  # d = 1, 2, 3: sd 1
+    assert out["diff_sd"] == pytest.approx(1.0) and out["mde"] == pytest.approx(S.minimum_detectable_effect(1.0, 3))
+    one = S.paired_difference(np.array([3.0]), np.array([2.0]))
+    assert math.isnan(one["diff_sd"]) and math.isnan(one["mde"])
+
+
+def test_the_word_of_a_comparison():
+    assert S.comparison_word(0.3, -0.4, 1.0, mde=0.9) == "no clear difference"
+    assert S.comparison_word(0.3, -0.4, 1.0, mde=1.1) == "underpowered"
+    assert S.comparison_word(0.3, -0.4, 1.0, mde=1.1, effect_of_interest=2.0) == "no clear difference"
+    assert S.comparison_word(3.0, 1.0, 5.0, mde=4.0) == "higher"  # a detected change is one, power or not
+    assert S.comparison_word(-3.0, -5.0, -1.0, mde=4.0) == "lower"
+    assert S.comparison_word(1.0, float("nan"), float("nan"), mde=float("nan")).startswith("undetermined")
+
+
+# ----------------------------------------------------------------------------- the paired comparisons
+ERM = np.array([0.9, 0.7, 0.5])  # class 0 easy, 1 medium, 2 hard
+
+
+def three_class(effects: dict[str, tuple[float, float, float]], seeds=4, noise=0.01, rng_seed=0) -> pd.DataFrame:
+    """per_class of methods with known per-class changes over ERM, the same seed noise per method."""
+    rng = np.random.default_rng(rng_seed)
+    rows = []
+    for method, change in {"erm": (0.0, 0.0, 0.0), **effects}.items():
+        for seed in range(seeds):
+            acc = ERM + np.array(change) + rng.normal(0, noise, 3)
+            rows += [{"dataset": "d", "method": method, "variant": "default", "seed": seed, "class": c,
+                      "accuracy": acc[c]} for c in range(3)]
+    return pd.DataFrame(rows)
+
+
+def by_hand(pc: pd.DataFrame, method: str, against: str, cls: int) -> np.ndarray:
+    """Per-seed paired difference in points of one class (each group holds one class here)."""
+    def acc(m):
+        return pc[(pc["method"] == m) & (pc["class"] == cls)].set_index("seed")["accuracy"]
+    return 100 * (acc(method) - acc(against)).to_numpy()
+
+
+def test_comparisons_are_the_pairs_the_claim_needs_computed_by_hand():
+    pc = three_class({"mr2": (0.0, 0.0, 0.03), "mr2_uniform": (0.0, 0.0, 0.01), "ldam": (-0.03, 0.0, 0.03),
+                      "mr2_release": (0.0, 0.0, 0.0)}, noise=0.004)
+    groups = G.difficulty_table(pc)
+    c = R.comparisons_table(pc, None, groups, effect_of_interest=1.0)
+    kinds = {(r.method, r.against): r.kind for r in c.drop_duplicates(["method", "against"]).itertuples()}
+    assert kinds == {("mr2", "erm"): "reference", ("mr2_uniform", "erm"): "reference", ("ldam", "erm"): "reference",
+                     ("mr2_release", "erm"): "reference", ("mr2_uniform", "mr2"): "ablation",
+                     ("mr2", "ldam"): "baseline"}  # the release is MR²'s own, no baseline
+    for (method, against), cls, metric in ((("mr2_uniform", "mr2"), 2, "hard"), (("mr2", "ldam"), 0, "easy"),
+                                           (("ldam", "erm"), 2, "hard")):
+        d = by_hand(pc, method, against, cls)
+        row = c[(c["method"] == method) & (c["against"] == against) & (c["metric"] == metric)].iloc[0]
+        half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d))
+        assert row["diff"] == pytest.approx(d.mean()) and row["diff_sd"] == pytest.approx(d.std(ddof=1))
+        assert (row["diff_lo"], row["diff_hi"]) == pytest.approx((d.mean() - half, d.mean() + half))
+        assert row["mde"] == pytest.approx(S.minimum_detectable_effect(d.std(ddof=1), len(d)))
+        assert row["n_paired"] == 4
+    word = c.set_index(["method", "against", "metric"])["word"]
+    assert word[("mr2_uniform", "mr2", "hard")] == "lower" and word[("mr2", "ldam", "easy")] == "higher"
+    assert word[("ldam", "erm", "easy")] == "lower" and word[("mr2", "erm", "hard")] == "higher"
+
+
+def test_the_results_table_reports_the_same_mde_as_the_comparisons():
+    pc = three_class({"mr2": (0.0, 0.0, 0.03)})
+    groups = G.difficulty_table(pc)
+    table = R.results_table(pc, None, groups).set_index("method")
+    c = R.comparisons_table(pc, None, groups).set_index(["method", "metric"])
+    for m in ("all", "easy", "hard", "worst"):
+        assert table.loc["mr2", f"{m}_mde"] == pytest.approx(c.loc[("mr2", m), "mde"])
+        assert table.loc["mr2", f"{m}_diff_sd"] == pytest.approx(c.loc[("mr2", m), "diff_sd"])
+    assert math.isnan(table.loc["erm", "hard_mde"])
+
+
+def test_an_old_results_table_gives_back_its_sd_from_the_interval():
+    pc = three_class({"mr2": (0.0, 0.0, 0.03)}, noise=0.02)
+    groups = G.difficulty_table(pc)
+    table = R.results_table(pc, None, groups)
+    old = table.drop(columns=[c for c in table if c.endswith(("_diff_sd", "_mde"))])
+    back = V.comparisons_from_results(old, "erm").set_index("metric")
+    new = R.comparisons_table(pc, None, groups).set_index("metric")
+    for m in ("all", "easy", "hard"):
+        assert back.loc[m, "diff_sd"] == pytest.approx(new.loc[m, "diff_sd"])
+        assert back.loc[m, "mde"] == pytest.approx(new.loc[m, "mde"]) and back.loc[m, "word"] == new.loc[m, "word"]
+
+
+# ----------------------------------------------------------------------------- the verdict table's rules
+def comparison(method, against, metric, word, diff=0.0):
+    return {"dataset": "d", "method": method, "variant": "default", "against": against, "against_variant": "default",
+            "kind": "", "metric": metric, "n_paired": 3, "diff": diff, "diff_sd": 1.0, "diff_lo": diff - 1,
+            "diff_hi": diff + 1, "mde": 1.0, "effect_of_interest": 1.0, "word": word}
+
+
+def cells(rows, methods):
+    return {k: w for k, (w, _) in V.verdict_cells(pd.DataFrame(rows, columns=R.COMPARISON_COLUMNS), set(methods)).items()}
+
+
+def test_the_decision_rules_of_each_part():
+    rows = [comparison("mr2", "erm", "hard", "higher", 2.0), comparison("mr2", "erm", "easy", "no clear difference"),
+            comparison("mr2", "erm", "all", "underpowered"), comparison("mr2_uniform", "mr2", "hard", "lower"),
+            comparison("mr2_no_rep", "mr2", "hard", "no clear difference"),
+            comparison("mr2", "ldam", "hard", "higher"), comparison("mr2", "ldam", "easy", "higher"),
+            comparison("mr2", "dro", "hard", "underpowered"), comparison("mr2", "dro", "easy", "higher")]
+    methods = ["erm", "mr2", "mr2_uniform", "mr2_no_rep", "ldam", "dro"]
+    assert cells(rows, methods) == {"hard_up": "supported", "easy_not_down": "supported", "overall_up": "underpowered",
+                                    "ablations_below": "not shown", "above_baselines": "underpowered"}
+    rows[1] = comparison("mr2", "erm", "easy", "lower")  # an easy-class loss contradicts
+    rows[4] = comparison("mr2_no_rep", "mr2", "hard", "lower")  # both ablations below
+    rows[8] = comparison("mr2", "dro", "easy", "lower")  # MR² loses easy classes to a baseline
+    assert cells(rows, methods) == {"hard_up": "supported", "easy_not_down": "contradicted",
+                                    "overall_up": "underpowered", "ablations_below": "supported",
+                                    "above_baselines": "contradicted"}
+    rows[0] = comparison("mr2", "erm", "hard", "no clear difference")
+    rows[2] = comparison("mr2", "erm", "all", "undetermined (too few seeds for an interval)")
+    assert cells(rows, methods)["hard_up"] == "not shown" and cells(rows, methods)["overall_up"] == "underpowered"
+
+
+def test_parts_not_run_and_not_computed():
+    rows = [comparison("mr2", "erm", m, "higher") for m in ("hard", "easy", "all")]
+    assert cells(rows, ["erm", "mr2"]) == {"hard_up": "supported", "easy_not_down": "supported",
+                                           "overall_up": "supported", "ablations_below": "not run",
+                                           "above_baselines": "not run"}
+    assert set(cells([], ["erm", "ldam"]).values()) == {"not run"}  # no MR²
+    old = V.verdict_cells(pd.DataFrame(rows), {"erm", "mr2", "mr2_uniform", "ldam"}, pairwise=False)
+    assert old["ablations_below"][0] == "not computed" and old["above_baselines"][0] == "not computed"
+
+
+# ----------------------------------------------------------------------------- snapshots, CLI, README
+def write_snapshot(folder: Path, pc: pd.DataFrame) -> None:
+    from mr2.cli import main
+
+    tables = folder.parent / (folder.name + "_tables")
+    tables.mkdir(parents=True)
+    R.write_tables({"per_class": pc, "runs": runs_of(pc), "epochs": pd.DataFrame(columns=["dataset"]),
+                    "groups": G.difficulty_table(pc)}, tables)
+    assert main(["table", "--tables", str(tables), "--effect-of-interest", "1.0"]) == 0
+    return tables
+
+
+def runs_of(pc: pd.DataFrame) -> pd.DataFrame:
+    runs = pc.groupby(["dataset", "method", "variant", "seed"], as_index=False)["accuracy"].mean()
+    return runs.rename(columns={"accuracy": "top1"}).assign(**{"config.data.name": "three", "config.model.name": "mlp",
+                                                               "config.data.train_cap": 600, "config.train.epochs": 6})
+
+
+def test_the_readme_verdict_block_comes_from_the_snapshots(tmp_path):
+    from mr2.cli import main
+    from mr2.results.readme import update_readme
+
+    pc = three_class({"mr2": (0.0, 0.0, 0.06), "mr2_uniform": (0.0, 0.0, 0.0), "ldam": (-0.03, 0.0, 0.03)},
+                     noise=0.004)
+    tables = write_snapshot(tmp_path / "a", pc)
+    assert {"comparisons.csv", "settings.csv"} <= {p.name for p in tables.iterdir()}
+    readme = tmp_path / "README.md"
+    readme.write_text(f"top\n{V.BEGIN}\nold\n{V.END}\n<!-- results:a -->\n<!-- /results:a -->\nend\n")
+    update_readme(tables, "a", readme, tmp_path, config="config/three.yaml")
+    snap = tmp_path / "docs" / "results"
+    assert (snap / "a" / "comparisons.csv").is_file()
+    assert pd.read_csv(snap / "a" / "settings.csv")["config"].tolist() == ["config/three.yaml"]
+    block = V.readme_verdicts(readme.read_text())
+    assert block == V.verdict_markdown(V.snapshot_verdicts(snap)).strip("\n") and "old" not in readme.read_text()
+    row = V.snapshot_verdicts(snap).iloc[0]
+    assert (row["hard_up"], row["ablations_below"], row["above_baselines"]) == ("supported", "supported", "supported")
+    assert row["regime"] == "600/class × 6 ep" and row["model"] == "mlp" and "config/three.yaml" in block
+    readme.write_text("no block\n")
+    assert main(["verdicts", "--snapshots", str(snap), "--readme", str(readme)]) == 2  # one line, no traceback
+
+
+# ----------------------------------------------------------------------------- report sentences, figure
+def test_every_baseline_gets_a_sentence_and_a_wide_one_reads_underpowered():
+    from mr2.results.report import baseline_findings
+
+    pc = three_class({"mr2": (0.0, 0.0, 0.03), "ldam": (-0.03, 0.0, 0.03), "dro": (0.0, 0.0, 0.0)}, noise=0.005)
+    rng = np.random.default_rng(3)
+    wide = pc["method"] == "dro"
+    pc.loc[wide, "accuracy"] += rng.normal(0, 0.03, wide.sum())  # a noisy baseline: wide intervals
+    per_run = G.run_group_accuracy(pc, G.difficulty_table(pc))
+    lines = baseline_findings(per_run, "d", effect_of_interest=1.0)
+    ldam = next(s for s in lines if s.startswith("- `ldam`"))
+    dro = next(s for s in lines if s.startswith("- `dro`"))
+    assert "trades easy for hard" in ldam and "MDE" in ldam
+    easy = by_hand(pc, "mr2", "ldam", 0)  # MR² keeps the easy class that LDAM gives up
+    assert "MR² against it: hard classes" in ldam and f"easy classes {easy.mean():+.1f} points" in ldam.split("MR² against it")[1]
+    d = by_hand(pc, "dro", "erm", 2)
+    assert S.minimum_detectable_effect(d.std(ddof=1), len(d)) > 1.0 and "(underpowered)" in dro
+
+
+def test_the_tradeoff_points_are_the_paired_differences(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from mr2.results.tradeoff import plot_tradeoff, tradeoff_points
+
+    pc = three_class({"mr2": (0.0, 0.0, 0.03), "ldam": (-0.03, 0.0, 0.03)}, noise=0.004)
+    groups = G.difficulty_table(pc)
+    points = tradeoff_points(pc, None, groups).set_index("method")
+    for method in ("mr2", "ldam"):
+        assert points.loc[method, "hard_diff"] == pytest.approx(by_hand(pc, method, "erm", 2).mean())
+        assert points.loc[method, "easy_diff"] == pytest.approx(by_hand(pc, method, "erm", 0).mean())
+    assert points.loc["ldam", "easy_hi"] < 0 < points.loc["ldam", "hard_lo"]  # the trade-off, seen
+    made = plot_tradeoff(pc, None, groups, tmp_path / "tradeoff")
+    assert all(p.stat().st_size > 0 for p in made)
+    two = pc[pc["class"] < 2]  # K = 2: no easy group, a placeholder
+    assert tradeoff_points(two, None, G.difficulty_table(two)).empty
+    assert all(p.is_file() for p in plot_tradeoff(two, None, G.difficulty_table(two), tmp_path / "empty"))
+
+
+def test_mr2_verdicts_without_a_snapshots_folder_is_one_line(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "mr2", "verdicts", "--snapshots", str(tmp_path / "none"),
+                          "--readme", str(tmp_path / "README.md")], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2 and out.stderr.startswith("error: snapshots folder") and "Traceback" not in out.stderr
