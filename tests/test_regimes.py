@@ -146,7 +146,7 @@ def test_report_has_the_regime_section_only_with_regimes(tmp_path):
 
     text = report(regime_tables())
     section = text[text.index("## Training regime"):]
-    assert text.index("## What we find") < text.index("## Training regime") < text.index("## Figures")
+    assert text.index("## What we find") < text.index("## Training regime") < text.index("## Configuration")
     assert "`fashion_mnist` (4 regimes" in section and "| fashion_mnist | all × 30 ep | mr2 |" in section
     single = rd.tables()
     single["groups"] = difficulty_table(single["per_class"])

@@ -3,11 +3,14 @@
 Every figure function takes the tables it needs and an output ``stem`` and writes
 ``<stem>.png`` and ``<stem>.pdf`` (atomically), then closes the figure; it returns the two
 paths. Each dataset gets its own panel. Methods, variants or seeds that a config does not
-run are left out; a figure with nothing to show says so in a placeholder instead of failing.
+run are left out; ``make_figures`` draws only the figures whose comparison the run holds
+(``available_figures``; the report names the config that runs a missing one), and a figure function
+called with nothing to show says so in a placeholder instead of failing.
 Accuracies are drawn in percent; means are over seeds. Every method has one colour in every
 figure, every class axis names the classes, and the paper's quantities carry their symbols
 (``mr2.results.plotting``).
 
+  claim_forest             each method's paired Δ to ERM for all/easy/medium/hard/worst class (``claim_figures``)
   per_class_sorted         per-class accuracy sorted ascending, a line per method (paper Fig. 1a)
   accuracy_vs_variability  per-class accuracy against a_k of the training features, a panel per method (Fig. 1b)
   group_accuracy           all/easy/medium/hard accuracy per method, error bars = sd over seeds
@@ -32,7 +35,8 @@ from .groups import class_names, run_group_accuracy
 from .plotting import (GROUP_COLOURS, GROUP_ORDER, _empty_panel, _one_legend, _panels, class_axis, class_axis_width,
                        method_colour, method_palette, name_points, placeholder, plt, save_figure, symbol,
                        value_ticks)
-from .regimes import plot_regimes
+from .claim_figures import claim_table, plot_claim
+from .regimes import plot_regimes, regime_table
 from .statistics import LEVEL, paired_difference, spearman
 
 NO_SWEEP = "no sweep in this config"
@@ -331,9 +335,51 @@ def plot_sweeps(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.D
     return save_figure(fig, stem)
 
 
+#: the line the report prints, instead of a figure, for a comparison the run does not hold: the config
+#: that runs it ({reference} and {method} are filled in)
+MISSING = {
+    "claim_forest": "No method ran beside {reference} on the same seeds: `config/config.yaml` runs ERM, MR² and "
+                    "its ablations.",
+    "change_vs_erm": None,  # the same runs as claim_forest: one line for both
+    "margins_over_training": "No run of {method} logged its margins: `config/config.yaml` runs MR².",
+    "sweeps": "No c̄ or λ sweep in this run: `config/sweeps.yaml` runs one (the paper's Fig. 5).",
+    "regimes": "No data trained in several regimes (training-set size × epochs): `config/regimes.yaml` runs that.",
+}
+
+
+def available_figures(tables: dict[str, pd.DataFrame], groups: pd.DataFrame, reference: str = "erm",
+                      sweep_method: str = "mr2", method: str = "mr2") -> dict[str, bool]:
+    """Figure name -> whether the tables hold what it shows (a figure of ``MISSING`` needs its
+    comparison in the run; the others need any run). A figure whose table is absent from
+    ``tables`` (``epochs``) counts as available."""
+    pc, runs = tables["per_class"], tables.get("runs")
+    epochs = tables.get("epochs")
+    has_pairs = not claim_table(pc, runs, groups, reference).empty
+    return {
+        "claim_forest": has_pairs,
+        "per_class_sorted": not pc.empty,
+        "accuracy_vs_variability": not pc.empty,
+        "group_accuracy": not pc.empty,
+        "change_vs_erm": has_pairs,
+        "margins_over_training": epochs is None or bool(
+            ((epochs["method"] == method) & (epochs["name"] == "gamma") & epochs["class"].notna()).any()),
+        "sweeps": not sweep_table(pc, runs, groups, sweep_method).empty,
+        "regimes": not regime_table(pc, runs, groups, reference).empty,
+    }
+
+
+def missing_lines(available: dict[str, bool], reference: str = "erm", method: str = "mr2") -> list[str]:
+    """One line per comparison the run does not hold, naming the config that runs it (``MISSING``)."""
+    lines = [MISSING[n] for n, ok in available.items() if not ok and MISSING.get(n)]
+    return [line.format(reference=reference.upper(), method=method) for line in dict.fromkeys(lines)]
+
+
 def make_figures(tables: dict[str, pd.DataFrame], groups: pd.DataFrame, out_dir: str | Path,
-                 reference: str = "erm", sweep_method: str = "mr2", method: str = "mr2") -> dict[str, list[Path]]:
-    """Every figure of the report into ``out_dir`` as ``<name>.png`` and ``<name>.pdf``.
+                 reference: str = "erm", sweep_method: str = "mr2", method: str = "mr2",
+                 names: Sequence[str] | None = None) -> dict[str, list[Path]]:
+    """The report's figures into ``out_dir`` as ``<name>.png`` and ``<name>.pdf``: those whose
+    comparison the run holds (``available_figures``), or exactly ``names`` when given (the
+    workflow's outputs; one without data then says so in a placeholder).
 
     ``tables`` holds ``per_class``, ``runs`` and ``epochs`` (``mr2.results.aggregate``); ``method``
     is the MR² method whose margins are drawn (against ``reference``), ``sweep_method`` the method
@@ -341,14 +387,23 @@ def make_figures(tables: dict[str, pd.DataFrame], groups: pd.DataFrame, out_dir:
     """
     out = Path(out_dir)
     pc, runs, epochs = tables["per_class"], tables.get("runs"), tables["epochs"]
-    return {
-        "per_class_sorted": plot_per_class_sorted(pc, out / "per_class_sorted"),
-        "accuracy_vs_variability": plot_accuracy_vs_variability(pc, out / "accuracy_vs_variability",
-                                                                methods=(reference, method)),
-        "group_accuracy": plot_group_accuracy(pc, groups, out / "group_accuracy"),
-        "change_vs_erm": plot_change_vs_reference(pc, out / "change_vs_erm", reference=reference, groups=groups),
-        "margins_over_training": plot_margins_over_training(epochs, groups, out / "margins_over_training",
-                                                            method=method),
-        "sweeps": plot_sweeps(pc, runs, groups, out / "sweeps", method=sweep_method),
-        "regimes": plot_regimes(pc, runs, groups, out / "regimes", reference=reference),
+    draw = {
+        "claim_forest": lambda: plot_claim(pc, runs, groups, out / "claim_forest", reference=reference),
+        "accuracy_vs_variability": lambda: plot_accuracy_vs_variability(pc, out / "accuracy_vs_variability",
+                                                                        methods=(reference, method)),
+        "per_class_sorted": lambda: plot_per_class_sorted(pc, out / "per_class_sorted"),
+        "group_accuracy": lambda: plot_group_accuracy(pc, groups, out / "group_accuracy"),
+        "change_vs_erm": lambda: plot_change_vs_reference(pc, out / "change_vs_erm", reference=reference,
+                                                          groups=groups),
+        "margins_over_training": lambda: plot_margins_over_training(epochs, groups, out / "margins_over_training",
+                                                                    method=method),
+        "sweeps": lambda: plot_sweeps(pc, runs, groups, out / "sweeps", method=sweep_method),
+        "regimes": lambda: plot_regimes(pc, runs, groups, out / "regimes", reference=reference),
     }
+    if names is None:
+        available = available_figures(tables, groups, reference, sweep_method, method)
+        names = [n for n in draw if available[n]]
+    unknown = [n for n in names if n not in draw]
+    if unknown:
+        raise ValueError(f"unknown figure {unknown[0]!r}; the figures are {', '.join(draw)}")
+    return {name: draw[name]() for name in names}

@@ -34,6 +34,9 @@ MATH_SYMBOLS = {
     "gamma": r"$\gamma_k$", "a": r"$a_k$", "mean_sq_norm": r"$\|\hat{\mu}_k\|^2$", "spread": r"$\|\hat{s}_k\|^2$",
     "a_p3": r"$a_k$ ($L_3$)", "a_p5": r"$a_k$ ($L_5$)", "c_bar": r"$\bar{c}$", "lam": r"$\lambda$", "p": r"$p$",
 }
+#: how a method is named in figures and sentences meant for reading (its code name otherwise)
+DISPLAY_NAMES = {"erm": "ERM", "mr2": "MR²", "mr2_uniform": "MR² uniform γ", "mr2_no_rep": "MR² λ = 0",
+                 "mr2_release": "MR² (release loss)"}
 PANEL_SIZE = (4.5, 3.6)
 CLASS_WIDTH = 0.18  # inches per class on a class-name axis
 ANNOTATE_MAX = 20  # name the points of a scatter of classes up to this many classes
@@ -42,6 +45,13 @@ ANNOTATE_MAX = 20  # name the points of a scatter of classes up to this many cla
 def symbol(name: str) -> str:
     """The paper's symbol of a table's statistic or option (``gamma`` -> γ_k); the name itself otherwise."""
     return MATH_SYMBOLS.get(name, name)
+
+
+def display_name(method: str, variant: str = DEFAULT_VARIANT) -> str:
+    """``MR²`` for mr2, ``MR² uniform γ``, ``MR² λ = 0``, ``MR² (c_bar=0.5)`` for a variant; a method
+    without a display name keeps its code name (``focal``)."""
+    name = DISPLAY_NAMES.get(method, method)
+    return name if variant == DEFAULT_VARIANT else f"{name} ({variant})"
 
 
 def method_colour(method: str, variant: str = DEFAULT_VARIANT) -> str:
