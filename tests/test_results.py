@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -364,3 +365,25 @@ def test_the_words_a_finding_earns():
     assert S.one_of_many(5, 100) is not None and S.one_of_many(6, 100) is None
     assert "one of many" in S.one_of_many(1, 10)  # 0.5 expected by chance: a single one is still flagged
     assert S.one_of_many(2, 10) is None and S.one_of_many(0, 10) is None and S.one_of_many(40, 100) is None
+
+
+def test_the_html_page_scrolls_wide_tables_and_shows_figures_at_one_scale(tmp_path):
+    """Tables and figures sit in horizontally scrolling boxes; each figure's width on the page is its
+    width in inches (pixels / the figures' dpi) at 96 CSS pixels per inch, whatever its size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mr2.results.html import report_html
+    from mr2.results.plotting import FIGURE_DPI
+
+    for name, inches in (("narrow", 3.0), ("wide", 12.0)):
+        fig = plt.figure(figsize=(inches, 2.0))
+        fig.savefig(tmp_path / f"{name}.png", dpi=FIGURE_DPI)
+        plt.close(fig)
+    page = report_html("| a | b |\n|---|---|\n| +1.0 [−0.5, +2.5] | 3 |\n\n![n](narrow.png)\n\n![w](wide.png)\n",
+                       tmp_path)
+    assert '<div class="scroll"><table>' in page and "white-space:nowrap" in page
+    widths = [int(w) for w in re.findall(r'<div class="scroll"><img [^>]*width="(\d+)"', page)]
+    assert widths == [round(3.0 * 96), round(12.0 * 96)]

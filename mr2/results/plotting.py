@@ -38,6 +38,7 @@ MATH_SYMBOLS = {
 DISPLAY_NAMES = {"erm": "ERM", "mr2": "MR²", "mr2_uniform": "MR² uniform γ", "mr2_no_rep": "MR² λ = 0",
                  "mr2_release": "MR² (release loss)"}
 PANEL_SIZE = (4.5, 3.6)
+FIGURE_DPI = 150  # every PNG: the report's page shows them all at one scale (``mr2.results.html``)
 CLASS_WIDTH = 0.18  # inches per class on a class-name axis
 ANNOTATE_MAX = 20  # name the points of a scatter of classes up to this many classes
 
@@ -68,7 +69,7 @@ def method_palette(frame) -> dict[str, str]:
     return {run_label(m, v): method_colour(m, v) for m, v in zip(pairs["method"], pairs["variant"])}
 
 
-def save_figure(fig: plt.Figure, stem: str | Path, dpi: int = 150) -> list[Path]:
+def save_figure(fig: plt.Figure, stem: str | Path, dpi: int = FIGURE_DPI) -> list[Path]:
     """Write ``fig`` as ``<stem>.png`` and ``<stem>.pdf`` (each atomically, cropped to what is drawn,
     legends outside the axes included) and close it; returns the two paths."""
     stem = Path(stem)
