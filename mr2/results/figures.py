@@ -12,7 +12,7 @@ figure, every class axis names the classes, and the paper's quantities carry the
 
   claim_forest             each method's paired Δ to ERM for all/easy/medium/hard/worst class (``claim_figures``)
   per_class_sorted         per-class accuracy sorted ascending, a line per method (paper Fig. 1a)
-  accuracy_vs_variability  per-class accuracy against a_k of the training features, a panel per method (Fig. 1b)
+  accuracy_vs_variability  per-class accuracy against a_k and against its spread alone, a panel per method (Fig. 1b)
   group_accuracy           all/easy/medium/hard accuracy per method, error bars = sd over seeds
   change_vs_reference      per-class paired change of every method over ERM with its t-interval over seeds
   margins_over_training    γ_k per epoch of easy, medium and hard classes (MR²)
@@ -33,11 +33,11 @@ import seaborn as sns
 from ..common.runs import DEFAULT_VARIANT, RUN_KEYS, run_label
 from .groups import class_names, run_group_accuracy
 from .plotting import (GROUP_COLOURS, GROUP_ORDER, _empty_panel, _one_legend, _panels, class_axis, class_axis_width,
-                       method_colour, method_palette, name_points, placeholder, plt, save_figure, symbol,
-                       value_ticks)
+                       display_name, method_colour, method_palette, name_points, placeholder, plain_symbol, plt,
+                       save_figure, symbol, value_ticks)
 from .claim_figures import claim_table, plot_claim
 from .regimes import plot_regimes, regime_table
-from .statistics import LEVEL, paired_difference, spearman
+from .statistics import LEVEL, correlation_verdict, grouped_spearman, paired_difference, seed_interval
 
 NO_SWEEP = "no sweep in this config"
 PANELS_PER_ROW = 4  # small multiples of the per-class change figure
@@ -87,30 +87,62 @@ def plot_per_class_sorted(per_class: pd.DataFrame, stem: str | Path, methods: Se
     return save_figure(fig, stem)
 
 
+def seed_rho(per_class: pd.DataFrame, feature: str, level: float = LEVEL) -> pd.DataFrame:
+    """Spearman's ρ(``feature``, accuracy) across classes within each run (dataset, method, variant,
+    seed), then per dataset, method and variant the mean of the per-seed ρ with its
+    ``seed_interval`` (rho_mean, rho_lo, rho_hi, n): the statistic the report's text uses."""
+    keys = ["dataset", "method", "variant"]
+    per_seed = grouped_spearman(per_class, keys + ["seed"], feature, "accuracy")
+    rows = [{**dict(zip(keys, key)), **{f"rho_{k}" if k != "n" else "n": v
+                                        for k, v in seed_interval(g["rho"], level).items()}}
+            for key, g in per_seed.groupby(keys, sort=False)]
+    return pd.DataFrame(rows, columns=keys + ["rho_mean", "rho_lo", "rho_hi", "n"])
+
+
+def format_seed_rho(row: pd.Series | dict, level: float = LEVEL) -> str:
+    """``ρ = −0.53 [95 % CI −0.85, −0.21], 3 seeds`` (the mean of per-seed ρ), with the word its interval
+    earns when it says nothing (``correlation_verdict``: uninformative, not shown)."""
+    if row is None or not row["n"] or pd.isna(row["rho_mean"]):
+        return "ρ undefined"
+    if pd.isna(row["rho_lo"]):
+        return f"ρ = {row['rho_mean']:+.2f} (1 seed: no interval)"
+    word = correlation_verdict(row["rho_lo"], row["rho_hi"])
+    return (f"ρ = {row['rho_mean']:+.2f} [{level:.0%} CI {row['rho_lo']:+.2f}, {row['rho_hi']:+.2f}], {int(row['n'])} seeds"
+            + (f": {word}" if word in ("uninformative", "not shown") else ""))
+
+
 def plot_accuracy_vs_variability(per_class: pd.DataFrame, stem: str | Path, methods: Sequence[str] = ("erm", "mr2"),
-                                 variant: str = DEFAULT_VARIANT, feature: str = "a") -> list[Path]:
-    """Per-class test accuracy against a_k of the training features (Fig. 1b): a row per dataset and
-    a panel per method, each on its own a_k axis (the methods' a_k differ in scale), classes named
-    (up to ``ANNOTATE_MAX``); Spearman's ρ in each panel's title. ``feature`` may be ``a_p3`` etc."""
-    data = class_means(_select(per_class, methods, [variant]), ["accuracy", feature])
-    if data.empty:
+                                 variant: str = DEFAULT_VARIANT, features: Sequence[str] = ("a", "spread"),
+                                 level: float = LEVEL) -> list[Path]:
+    """Per-class test accuracy against a_k of the training features (Fig. 1b) and against its spread
+    ‖ŝ_k‖² alone: per dataset a row per feature, a panel per method, each on its own x axis (the
+    methods' features differ in scale), classes named without overlap (up to ``ANNOTATE_MAX``);
+    each title gives the mean of the per-seed Spearman ρ with its t-interval over seeds
+    (``seed_rho``), as the report's text does. ``features`` may hold ``a_p3`` etc."""
+    features = [f for f in features if f in per_class]
+    data = class_means(_select(per_class, methods, [variant]), ["accuracy", *features])
+    if data.empty or not features:
         return placeholder(stem, f"no runs of {', '.join(methods)}")
     data = data.merge(class_names(per_class), on=["dataset", "class"], how="left")
     data["accuracy"] *= 100
     datasets, labels = list(data["dataset"].unique()), _labels_in_order(data)
-    fig, axes = _panels(len(labels), nrows=len(datasets), sharey="row")
-    for row, dataset in zip(axes, datasets):
-        for ax, label in zip(row, labels):
+    rhos = {f: seed_rho(_select(per_class, methods, [variant]), f, level) for f in features}
+    fig, axes = _panels(len(labels), nrows=len(datasets) * len(features), sharey="row")
+    for r, (dataset, feature) in enumerate((d, f) for d in datasets for f in features):
+        for ax, label in zip(axes[r], labels):
             part = data[(data["dataset"] == dataset) & (data["label"] == label)]
             if part.empty:
                 _empty_panel(ax, f"{dataset}: no runs of {label}")
                 continue
-            colour = method_colour(*part.iloc[0][["method", "variant"]])
-            ax.scatter(part[feature], part["accuracy"], s=18, alpha=0.8, color=colour)
+            method, var = part.iloc[0]["method"], part.iloc[0]["variant"]
+            ax.scatter(part[feature], part["accuracy"], s=18, alpha=0.8, color=method_colour(method, var))
             name_points(ax, part[feature], part["accuracy"], list(part["class_name"]))
-            rho = spearman(part[feature], part["accuracy"])
-            ax.set(title=f"{dataset}: {label}\nρ({symbol(feature)}, accuracy) = {rho:+.2f}",
-                   xlabel=f"{symbol(feature)} of {label}'s training features", ylabel="test accuracy (%)")
+            rho = rhos[feature]
+            row = rho[(rho["dataset"] == dataset) & (rho["method"] == method) & (rho["variant"] == var)]
+            stat = format_seed_rho(None if row.empty else row.iloc[0], level)
+            ax.set_title(f"{dataset}: {display_name(method, var)}\n{stat}", fontsize=8)
+            ax.set(xlabel=f"{plain_symbol(feature)} of {display_name(method, var)}'s training features",
+                   ylabel="test accuracy (%)")
     return save_figure(fig, stem)
 
 

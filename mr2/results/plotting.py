@@ -43,6 +43,16 @@ CLASS_WIDTH = 0.18  # inches per class on a class-name axis
 ANNOTATE_MAX = 20  # name the points of a scatter of classes up to this many classes
 
 
+#: the same symbols as plain Unicode (titles that also hold other text)
+PLAIN_SYMBOLS = {"gamma": "γ_k", "a": "a_k", "mean_sq_norm": "‖μ̂_k‖²", "spread": "‖ŝ_k‖² (spread)", "c_bar": "c̄",
+                 "lam": "λ", "a_p3": "a_k (L3)", "a_p5": "a_k (L5)"}
+
+
+def plain_symbol(name: str) -> str:
+    """The paper's symbol as Unicode (``spread`` -> ‖ŝ_k‖² (spread)); the name itself otherwise."""
+    return PLAIN_SYMBOLS.get(name, name)
+
+
 def symbol(name: str) -> str:
     """The paper's symbol of a table's statistic or option (``gamma`` -> γ_k); the name itself otherwise."""
     return MATH_SYMBOLS.get(name, name)
@@ -116,12 +126,19 @@ def class_axis_width(k: int) -> float:
     return max(PANEL_SIZE[0], CLASS_WIDTH * k + 1.2)
 
 
-def name_points(ax: plt.Axes, x, y, names: Sequence[str]) -> None:
-    """Write each class's name beside its point, when there are at most ``ANNOTATE_MAX``."""
-    if len(names) > ANNOTATE_MAX:
-        return
-    for xi, yi, name in zip(x, y, names):
-        ax.annotate(str(name), (xi, yi), xytext=(3, 2), textcoords="offset points", fontsize=6, alpha=0.8)
+def name_points(ax: plt.Axes, x, y, names: Sequence[str]) -> list:
+    """Write each class's name beside its point, when there are at most ``ANNOTATE_MAX``, moved apart
+    by adjustText so that no two names and no name and point overlap (a thin line joins a moved name
+    to its point). Returns the texts."""
+    if len(names) > ANNOTATE_MAX or not len(names):
+        return []
+    from adjustText import adjust_text
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    texts = [ax.text(xi, yi, str(name), fontsize=7) for xi, yi, name in zip(x, y, names)]
+    ax.figure.canvas.draw()  # the layout adjustText measures
+    adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.4), arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5})
+    return texts
 
 
 def value_ticks(axis, values: Sequence[float] | None = None) -> None:
