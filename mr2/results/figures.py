@@ -141,7 +141,7 @@ def plot_accuracy_vs_variability(per_class: pd.DataFrame, stem: str | Path, meth
             row = rho[(rho["dataset"] == dataset) & (rho["method"] == method) & (rho["variant"] == var)]
             stat = format_seed_rho(None if row.empty else row.iloc[0], level)
             ax.set_title(f"{dataset}: {display_name(method, var)}\n{stat}", fontsize=8)
-            ax.set(xlabel=f"{plain_symbol(feature)} of {display_name(method, var)}'s training features",
+            ax.set(xlabel=f"{symbol(feature)} of {display_name(method, var)}'s training features",
                    ylabel="test accuracy (%)")
     return save_figure(fig, stem)
 
