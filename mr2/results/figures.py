@@ -15,7 +15,7 @@ figure, every class axis names the classes, and the paper's quantities carry the
   accuracy_vs_variability  per-class accuracy against a_k and against its spread alone, a panel per method (Fig. 1b)
   group_accuracy           all/easy/medium/hard accuracy per method, error bars = sd over seeds
   change_vs_reference      per-class paired change of every method over ERM with its t-interval over seeds
-  margins_over_training    γ_k per epoch of easy, medium and hard classes (MR²)
+  margins_over_training    γ_k per epoch of easy, medium and hard classes, classes named, c̄ marked (MR², beside it MR² λ = 0)
   sweeps                   accuracy (all, hard) against swept c̄ and λ on log axes (Fig. 5)
   regimes                  MR²'s and its ablations' paired Δ to ERM across training regimes (``regimes``)
 """
@@ -33,7 +33,7 @@ import seaborn as sns
 from ..common.runs import DEFAULT_VARIANT, RUN_KEYS, run_label
 from .groups import class_names, run_group_accuracy
 from .plotting import (GROUP_COLOURS, GROUP_ORDER, _empty_panel, _one_legend, _panels, class_axis, class_axis_width,
-                       display_name, method_colour, method_palette, name_points, placeholder, plain_symbol, plt,
+                       PANEL_SIZE, display_name, end_labels, method_colour, method_palette, name_points, placeholder, plain_symbol, plt,
                        save_figure, symbol, value_ticks)
 from .claim_figures import claim_table, plot_claim
 from .regimes import plot_regimes, regime_table
@@ -248,34 +248,63 @@ def plot_change_vs_reference(per_class: pd.DataFrame, stem: str | Path, referenc
 
 def plot_margins_over_training(epochs: pd.DataFrame, groups: pd.DataFrame, stem: str | Path, method: str = "mr2",
                                variant: str = DEFAULT_VARIANT, show: Sequence[str] = ("easy", "medium", "hard"),
-                               name: str = "gamma") -> list[Path]:
-    """γ_k per epoch (mean over seeds) of the ``show`` groups' classes for ``method``: a thin
-    line per class and a thick line per group mean, coloured by group; a group left out of
-    ``show`` is named in the title."""
-    rows = epochs[(epochs["method"] == method) & (epochs["variant"] == variant) & (epochs["name"] == name)
+                               name: str = "gamma", beside: Sequence[str] = ("mr2_no_rep",),
+                               names: pd.DataFrame | None = None) -> list[Path]:
+    """γ_k per epoch (mean over seeds) of the ``show`` groups' classes for ``method`` and, in panels
+    beside it, for the methods of ``beside`` that the run holds (``mr2_no_rep``: without the
+    representation term): a thin line per class named at its end (``names``:
+    ``mr2.results.groups.class_names``; names spaced so none overlaps), a thick line per group mean,
+    coloured by group; for γ_k a dotted line at c̄ (the mean margin, which Corollary 1 holds fixed);
+    a group left out of ``show`` is named in the title."""
+    methods = [method] + [m for m in beside if m != method]
+    rows = epochs[epochs["method"].isin(methods) & (epochs["variant"] == variant) & (epochs["name"] == name)
                   & epochs["class"].notna()]
-    if rows.empty:
+    if rows[rows["method"] == method].empty:
         return placeholder(stem, f"no per-class {name} logged for {run_label(method, variant)}")
+    methods = [m for m in methods if m in set(rows["method"])]
     rows = rows.assign(**{"class": rows["class"].astype("int64")})
-    data = rows.groupby(["dataset", "epoch", "class"])["value"].mean().reset_index()
+    data = rows.groupby(["dataset", "method", "epoch", "class"])["value"].mean().reset_index()
     data = data.merge(groups.assign(**{"class": groups["class"].astype("int64")}), on=["dataset", "class"])
+    if names is not None:
+        data = data.merge(names.assign(**{"class": names["class"].astype("int64")}), on=["dataset", "class"], how="left")
+    else:
+        data["class_name"] = data["class"].astype(str)
     data = data[data["group"].isin(list(show))]
     if data.empty:
         return placeholder(stem, f"no {', '.join(show)} classes with {name} logged")
     palette = {g: GROUP_COLOURS.get(g, "tab:blue") for g in show}
     datasets = list(data["dataset"].unique())
-    fig, axes = _panels(len(datasets))
-    for ax, dataset in zip(axes.flat, datasets):
-        part = data[data["dataset"] == dataset]
-        sns.lineplot(data=part, x="epoch", y="value", hue="group", units="class", estimator=None,
-                     palette=palette, hue_order=list(show), linewidth=0.6, alpha=0.35, ax=ax, legend=False)
-        sns.lineplot(data=part, x="epoch", y="value", hue="group", palette=palette, hue_order=list(show),
-                     errorbar=None, linewidth=2.5, ax=ax)
-        hidden = [g for g in GROUP_ORDER[1:] if g not in show]
-        ax.set(title=f"{dataset}: {run_label(method, variant)}" + (f" ({', '.join(hidden)} classes not shown)"
-                                                                  if hidden else ""),
-               xlabel="epoch", ylabel=symbol(name))
-        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    fig, axes = _panels(len(methods), nrows=len(datasets), width=PANEL_SIZE[0] * 1.25, sharey="row")
+    hidden = [g for g in GROUP_ORDER[1:] if g not in show]
+    ends = []
+    for row, dataset in zip(axes, datasets):
+        for ax, m in zip(row, methods):
+            part = data[(data["dataset"] == dataset) & (data["method"] == m)]
+            if part.empty:
+                _empty_panel(ax, f"{dataset}: no {name} logged for {display_name(m)}")
+                continue
+            sns.lineplot(data=part, x="epoch", y="value", hue="group", units="class", estimator=None,
+                         palette=palette, hue_order=list(show), linewidth=0.6, alpha=0.35, ax=ax, legend=False)
+            sns.lineplot(data=part, x="epoch", y="value", hue="group", palette=palette, hue_order=list(show),
+                         errorbar=None, linewidth=2.5, ax=ax)
+            last = part[part["epoch"] == part["epoch"].max()]
+            if name == "gamma":  # Corollary 1 keeps the mean margin at c̄
+                c_bar = float(last["value"].mean())
+                ax.axhline(c_bar, color="0.4", linestyle=":", linewidth=1)
+                ax.annotate(f"c̄ = {c_bar:.3g}", (0.0, c_bar), xycoords=("axes fraction", "data"), xytext=(2, 2),
+                            textcoords="offset points", fontsize=7, color="0.3")
+            ends.append((ax, float(last["epoch"].iloc[0]), last["value"].to_numpy(), list(last["class_name"]),
+                         [palette[g] for g in last["group"]]))
+            ax.set(title=f"{dataset}: {display_name(m, variant)}" + (f" ({', '.join(hidden)} classes not shown)"
+                                                                   if hidden else ""),
+                   xlabel="epoch", ylabel=symbol(name))
+            epochs_run = sorted(part["epoch"].unique())
+            if len(epochs_run) <= 12:
+                ax.set_xticks(epochs_run)
+            else:
+                ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    for end in ends:  # once every panel of a shared y axis is drawn: the names' spacing is final
+        end_labels(*end)
     _one_legend(axes.flat, "classes")
     return save_figure(fig, stem)
 
@@ -428,7 +457,7 @@ def make_figures(tables: dict[str, pd.DataFrame], groups: pd.DataFrame, out_dir:
         "change_vs_erm": lambda: plot_change_vs_reference(pc, out / "change_vs_erm", reference=reference,
                                                           groups=groups),
         "margins_over_training": lambda: plot_margins_over_training(epochs, groups, out / "margins_over_training",
-                                                                    method=method),
+                                                                    method=method, names=class_names(pc)),
         "sweeps": lambda: plot_sweeps(pc, runs, groups, out / "sweeps", method=sweep_method),
         "regimes": lambda: plot_regimes(pc, runs, groups, out / "regimes", reference=reference),
     }

@@ -141,6 +141,33 @@ def name_points(ax: plt.Axes, x, y, names: Sequence[str]) -> list:
     return texts
 
 
+def end_labels(ax: plt.Axes, x: float, ys: Sequence[float], names: Sequence[str], colours: Sequence[str],
+               gap: float = 0.05) -> None:
+    """Name lines at their right ends (``x``, ``ys``): labels in the lines' ``colours``, moved apart
+    vertically so that neighbours are at least ``gap`` of the axis height apart (none overlaps),
+    joined to their line ends when moved; with more than ``ANNOTATE_MAX`` lines none is named."""
+    if not len(names) or len(names) > ANNOTATE_MAX:
+        return
+    ys = np.asarray(ys, dtype=float)
+    lo, hi = ax.get_ylim()
+    lo, hi = min(lo, ys.min()), max(hi, ys.max())
+    step = gap * (hi - lo)
+    order = np.argsort(ys)
+    placed = ys[order].copy()
+    for i in range(1, len(placed)):  # push up what is too close to the label below it
+        placed[i] = max(placed[i], placed[i - 1] + step)
+    placed -= max(0.0, placed[-1] - max(hi, ys.max()))  # then back down into the axes, keeping the gaps
+    for i in range(len(placed) - 2, -1, -1):
+        placed[i] = min(placed[i], placed[i + 1] - step)
+    x0 = ax.get_xlim()[0]
+    pad = 0.04 * (x - x0) + 0.05
+    for y_line, y_text, k in zip(ys[order], placed, order):
+        ax.annotate(str(names[k]), (x, y_line), xytext=(x + pad, y_text), textcoords="data", fontsize=7, color=colours[k],
+                    va="center", ha="left", annotation_clip=False,
+                    arrowprops={"arrowstyle": "-", "color": "0.7", "lw": 0.4, "shrinkA": 0, "shrinkB": 0})
+    ax.set_xlim(x0, x + 0.3 * (x - x0) + 0.4)  # room for the names
+
+
 def value_ticks(axis, values: Sequence[float] | None = None) -> None:
     """Readable ticks on a (log) ``axis`` (``ax.xaxis``): at ``values`` when given (e.g. the swept
     values), numbers written plainly (0.5, 2, 100), no labels on the minor ticks."""
