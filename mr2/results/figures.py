@@ -149,28 +149,40 @@ def plot_accuracy_vs_variability(per_class: pd.DataFrame, stem: str | Path, meth
 def plot_group_accuracy(per_class: pd.DataFrame, groups: pd.DataFrame, stem: str | Path,
                         methods: Sequence[str] | None = None, variants: Sequence[str] | None = (DEFAULT_VARIANT,),
                         errorbar: Any = "sd") -> list[Path]:
-    """Bars of all/easy/medium/hard accuracy per method; the bar is the mean over seeds and the
-    error bar the sample sd over seeds (``errorbar="sd"``; ``("ci", 95)`` for a bootstrap CI).
-    No error bar with one seed."""
+    """All/easy/medium/hard accuracy per method as points (the y axis does not start at 0, so no bars):
+    the point is the mean over seeds, the error bar the sample sd over seeds (``errorbar="sd"``; None
+    for none); methods side by side in their colours and display names. No error bar with one seed."""
     selected = _select(per_class, methods, variants)
     if selected.empty:
         return placeholder(stem, "no runs to draw")
     per_run = run_group_accuracy(selected, groups)
-    per_run["label"] = [run_label(m, v) for m, v in zip(per_run["method"], per_run["variant"])]
+    per_run["label"] = [display_name(m, v) for m, v in zip(per_run["method"], per_run["variant"])]
     long = per_run.melt(id_vars=RUN_KEYS + ["label"], value_vars=[g for g in GROUP_ORDER if g in per_run],
                         var_name="group", value_name="accuracy")
     long["accuracy"] *= 100
+    pairs = list(dict.fromkeys(zip(selected["method"], selected["variant"])))
     datasets = list(long["dataset"].unique())
     fig, axes = _panels(len(datasets))
-    fig.set_figwidth(fig.get_figwidth() * max(1.0, len(_labels_in_order(selected)) / 5))  # room for many bars
+    fig.set_figwidth(fig.get_figwidth() * max(1.0, len(pairs) / 5))  # room for many methods
+    step = 0.8 / max(len(pairs), 1)
     for ax, dataset in zip(axes.flat, datasets):
         part = long[long["dataset"] == dataset]
-        sns.barplot(data=part, x="group", y="accuracy", hue="label", hue_order=_labels_in_order(selected),
-                    palette=method_palette(selected), saturation=1, errorbar=errorbar, ax=ax,
-                    order=[g for g in GROUP_ORDER if g in set(part["group"])], capsize=0.1, err_kws={"linewidth": 1})
-        low = part["accuracy"].min()
-        ax.set(title=dataset, xlabel="classes (groups from the reference method)", ylabel="test accuracy (%)",
-               ylim=(max(0.0, low - 10), min(100.0, part["accuracy"].max() + 5)))
+        order = [g for g in GROUP_ORDER if g in set(part["group"])]
+        stats_ = part.groupby(["method", "variant", "group"])["accuracy"].agg(["mean", "std"])
+        for i, (method, variant) in enumerate(pairs):
+            if (method, variant) not in stats_.index.droplevel("group"):
+                continue
+            rows = stats_.loc[(method, variant)].reindex(order)
+            x = np.arange(len(order)) + step * (i - (len(pairs) - 1) / 2)
+            yerr = rows["std"].fillna(0.0).to_numpy() if errorbar == "sd" else None
+            ax.errorbar(x, rows["mean"], yerr=yerr, fmt="o", markersize=5, capsize=2, elinewidth=1,
+                        color=method_colour(method, variant), label=display_name(method, variant))
+        for b in range(1, len(order)):
+            ax.axvline(b - 0.5, color="0.85", linewidth=0.6)
+        ax.set_xticks(range(len(order)))
+        ax.set_xticklabels(order)
+        ax.set(title=dataset, xlabel="classes (groups from the reference method)", ylabel="test accuracy (%)")
+        ax.legend()
     _one_legend(axes.flat, "method")
     return save_figure(fig, stem)
 
