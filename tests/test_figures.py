@@ -107,7 +107,7 @@ def test_one_colour_per_method_in_every_figure(tmp_path, captured):
     assert not set(want.values()) & {matplotlib.colors.to_hex(c) for c in plotting.GROUP_COLOURS.values()}
     claim, scatter, sorted_fig, bars, change = captured[:5]
     assert legend_colours(claim["axes"][-1]) == {plotting.display_name(m): want[m] for m in syn.METHODS if m != "erm"}
-    assert legend_colours(sorted_fig["axes"][-1]) == want
+    assert legend_colours(sorted_fig["axes"][-1]) == {plotting.display_name(m): c for m, c in want.items()}
     assert legend_colours(bars["axes"][-1]) == {plotting.display_name(m): c for m, c in want.items()}
     by_name = {plotting.display_name(m): m for m in syn.METHODS}
     for ax in scatter["axes"] + change["axes"]:  # a panel per method, titled by it
@@ -120,13 +120,26 @@ def test_one_colour_per_method_in_every_figure(tmp_path, captured):
     assert regime_legend == {m: want[m] for m in regimes.METHODS}
 
 
-def test_sorted_lines_are_ascending_per_method(tmp_path, captured):
+def test_sorted_lines_are_ascending_per_method(tmp_path, captured, monkeypatch):
     t, _ = full()
+    monkeypatch.setattr(F, "DOT_PLOT_MAX", 0)  # many classes: the paper's sorted curves
     check_files(F.plot_per_class_sorted(t["per_class"], tmp_path / "s"))
     lines = captured[0]["axes"][0].get_lines()
     curves = [ln.get_ydata() for ln in lines if len(ln.get_ydata()) == syn.K]
     assert len(curves) == len(syn.METHODS)  # sweep variants are left out by default
     assert all((curve[1:] >= curve[:-1]).all() for curve in curves)
+
+
+def test_few_classes_get_a_named_dot_plot_in_erms_order(tmp_path, captured):
+    t, _ = full()
+    check_files(F.plot_per_class_sorted(t["per_class"], tmp_path / "s"))
+    ax = captured[0]["axes"][0]  # toy
+    order = [f"c{c}" for c in np.argsort(syn.BASE)]  # ERM's accuracy ascending, hardest at the top
+    assert [x.get_text() for x in ax.get_yticklabels()] == order
+    pc = t["per_class"].query("dataset == 'toy' and variant == 'default'")
+    means = 100 * pc.groupby(["method", "class"])["accuracy"].mean()
+    for line, method in zip(ax.get_lines(), syn.METHODS):
+        assert line.get_xdata() == pytest.approx([means[(method, int(n[1:]))] for n in order])
 
 
 def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, captured):

@@ -11,7 +11,7 @@ figure, every class axis names the classes, and the paper's quantities carry the
 (``mr2.results.plotting``).
 
   claim_forest             each method's paired Δ to ERM for all/easy/medium/hard/worst class (``claim_figures``)
-  per_class_sorted         per-class accuracy sorted ascending, a line per method (paper Fig. 1a)
+  per_class_sorted         per-class accuracy: a named dot plot for few classes, sorted lines otherwise (Fig. 1a)
   accuracy_vs_variability  per-class accuracy against a_k and against its spread alone, a panel per method (Fig. 1b)
   group_accuracy           all/easy/medium/hard accuracy per method, error bars = sd over seeds
   change_vs_reference      per-class paired change of every method over ERM with its t-interval over seeds
@@ -42,6 +42,7 @@ from .statistics import LEVEL, correlation_verdict, grouped_spearman, paired_dif
 NO_SWEEP = "no sweep in this config"
 PANELS_PER_ROW = 4  # small multiples of the per-class change figure
 CLASSES_PER_ROW = 40  # fewer change panels in a row when each names many classes
+DOT_PLOT_MAX = 30  # up to this many classes the per-class figure names each class (a dot plot)
 LOG_OPTIONS = ("c_bar", "lam")  # swept on multiplicative grids: drawn on log axes
 
 
@@ -68,21 +69,52 @@ def class_means(per_class: pd.DataFrame, columns: Sequence[str] = ("accuracy",))
 
 
 def plot_per_class_sorted(per_class: pd.DataFrame, stem: str | Path, methods: Sequence[str] | None = None,
-                          variants: Sequence[str] | None = (DEFAULT_VARIANT,)) -> list[Path]:
-    """Per-class accuracy (mean over seeds) sorted ascending, a line per method (Fig. 1a)."""
+                          variants: Sequence[str] | None = (DEFAULT_VARIANT,), reference: str = "erm") -> list[Path]:
+    """Per-class accuracy (mean over seeds). With at most ``DOT_PLOT_MAX`` classes a named dot plot: a
+    row per class, ordered by the reference's accuracy (hardest at the top), a dot per method in its
+    colour. With more classes the paper's Fig. 1a: each method's accuracies sorted ascending, a line
+    per method (the same x is then a different class for two methods)."""
     data = class_means(_select(per_class, methods, variants))
     if data.empty:
         return placeholder(stem, "no runs to draw")
     data["accuracy"] *= 100
-    datasets, order = list(data["dataset"].unique()), _labels_in_order(data)  # the config's order
-    data = data.sort_values(["dataset", "label", "accuracy"])
-    data["rank"] = data.groupby(["dataset", "label"]).cumcount()
-    fig, axes = _panels(len(datasets))
-    for ax, dataset in zip(axes.flat, datasets):
-        sns.lineplot(data=data[data["dataset"] == dataset], x="rank", y="accuracy", hue="label", hue_order=order,
-                     palette=method_palette(data), ax=ax)
-        ax.set(title=dataset, xlabel="rank of the class within each method (ascending accuracy)",
-               ylabel="test accuracy (%)")
+    data["label"] = [display_name(m, v) for m, v in zip(data["method"], data["variant"])]
+    data = data.merge(class_names(per_class), on=["dataset", "class"], how="left")
+    datasets = list(data["dataset"].unique())
+    order = list(dict.fromkeys(data["label"]))  # the config's order
+    palette = {display_name(m, v): method_colour(m, v) for m, v in zip(data["method"], data["variant"])}
+    k = int(data.groupby("dataset")["class"].nunique().max())
+    if k <= DOT_PLOT_MAX:
+        fig, axes = _panels(len(datasets), width=5.0)
+        fig.set_figheight(max(PANEL_SIZE[1], 0.28 * k + 1.2))
+        for ax, dataset in zip(axes.flat, datasets):
+            part = data[data["dataset"] == dataset]
+            ref = part[part["method"] == reference].set_index("class")["accuracy"]
+            rank = part.groupby("class")["accuracy"].mean() if ref.empty else ref
+            classes = list(rank.sort_values(kind="stable").index)
+            names = part.drop_duplicates("class").set_index("class")["class_name"]
+            for label in order:
+                rows = part[part["label"] == label].set_index("class").reindex(classes)
+                ax.plot(rows["accuracy"], np.arange(len(classes)), "o", markersize=5, alpha=0.85,
+                        color=palette[label], label=label)
+            ax.set_yticks(range(len(classes)))
+            ax.set_yticklabels([str(names[c]) for c in classes], fontsize=8)
+            ax.set_ylim(len(classes) - 0.5, -0.5)  # hardest at the top
+            ax.grid(axis="y", color="0.92", linewidth=0.6)
+            ax.set(title=dataset, xlabel="test accuracy (%)",
+                   ylabel=f"class (ascending {display_name(reference)} accuracy)" if not ref.empty else "class")
+    else:
+        data = data.sort_values(["dataset", "label", "accuracy"])
+        data["rank"] = data.groupby(["dataset", "label"]).cumcount()
+        fig, axes = _panels(len(datasets))
+        for ax, dataset in zip(axes.flat, datasets):
+            sns.lineplot(data=data[data["dataset"] == dataset], x="rank", y="accuracy", hue="label", hue_order=order,
+                         palette=palette, ax=ax)
+            ax.set(title=dataset, xlabel="rank of the class within each method (ascending accuracy)",
+                   ylabel="test accuracy (%)")
+    for ax in axes.flat:
+        if ax.get_legend() is None and ax.get_legend_handles_labels()[0]:
+            ax.legend()
     _one_legend(axes.flat, "method")
     return save_figure(fig, stem)
 
