@@ -16,7 +16,7 @@ figure, every class axis names the classes, and the paper's quantities carry the
   group_accuracy           all/easy/medium/hard accuracy per method, error bars = sd over seeds
   change_vs_reference      per-class paired change of every method over ERM with its t-interval over seeds
   margins_over_training    γ_k per epoch of easy, medium and hard classes, classes named, c̄ marked (MR², beside it MR² λ = 0)
-  sweeps                   accuracy (all, hard) against swept c̄ and λ on log axes (Fig. 5)
+  sweeps                   accuracy (all, hard) against swept c̄ and λ on log axes, ERM's level, paired intervals (Fig. 5)
   regimes                  MR²'s and its ablations' paired Δ to ERM across training regimes (``regimes``)
 """
 
@@ -409,34 +409,62 @@ def _value_axis(ax: plt.Axes, option: str, values: Sequence[float]) -> None:
 
 
 def plot_sweeps(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame, stem: str | Path,
-                method: str = "mr2", options: Sequence[str] = ("c_bar", "lam"), errorbar: Any = "sd") -> list[Path]:
-    """Accuracy of all and of hard classes against each swept value (Fig. 5): a row of panels
-    per dataset, a panel per option; the line is the mean over seeds, the band the sd. A panel
-    whose option was not swept, or a config with no sweep at all, says "no sweep in this config"."""
+                method: str = "mr2", options: Sequence[str] = ("c_bar", "lam"), reference: str = "erm",
+                level: float = LEVEL) -> list[Path]:
+    """Accuracy of all and of hard classes against each swept value (Fig. 5): a row of panels per
+    dataset, a panel per option; the point is the mean over seeds, its error bar the t-interval of the
+    difference to the reference paired by seed (``paired_difference``), drawn around the mean, so a bar
+    that clears the reference's level (dashed, its mean over seeds) is a difference the seeds support.
+    An option no dataset sweeps gets no panel; a dataset that does not sweep an option another one
+    does says "no sweep in this config" in its panel; a config with no sweep at all
+    gets a placeholder (``make_figures`` then draws no sweeps figure)."""
     data = sweep_table(per_class, runs, groups, method, options)
     if data.empty:
         return placeholder(stem, NO_SWEEP)
-    long = data.melt(id_vars=["dataset", "seed", "variant", "option", "value"], value_vars=["all", "hard"],
-                     var_name="classes", value_name="accuracy")
-    long["accuracy"] *= 100
-    datasets = list(long["dataset"].unique())
+    is_ref = (per_class["method"] == reference) & (per_class["variant"] == DEFAULT_VARIANT)
+    ref = run_group_accuracy(per_class[is_ref], groups)[["dataset", "seed", "all", "hard"]] if is_ref.any() else None
+    colours = {"all": "black", "hard": GROUP_COLOURS["hard"]}
+    options = [o for o in options if o in set(data["option"])]  # an option no dataset sweeps gets no panel
+    datasets = list(data["dataset"].unique())
     fig, axes = _panels(len(options), nrows=len(datasets))
     for row, dataset in zip(axes, datasets):
         for ax, option in zip(row, options):
-            part = long[(long["dataset"] == dataset) & (long["option"] == option)]
+            part = data[(data["dataset"] == dataset) & (data["option"] == option)]
             if part.empty:
                 _empty_panel(ax, f"{dataset}, {option}: {NO_SWEEP}")
                 continue
-            sns.lineplot(data=part, x="value", y="accuracy", hue="classes", hue_order=["all", "hard"],
-                         palette={"all": "black", "hard": GROUP_COLOURS["hard"]}, marker="o", errorbar=errorbar, ax=ax)
+            values = sorted(part["value"].unique())
+            own_ref = None if ref is None else ref[ref["dataset"] == dataset].set_index("seed")
+            for classes in ("all", "hard"):
+                means, lo, hi = [], [], []
+                for value in values:
+                    runs_at = part[part["value"] == value].set_index("seed")[classes]
+                    means.append(100 * runs_at.mean())
+                    seeds = [] if own_ref is None else runs_at.index.intersection(own_ref.index)
+                    if len(seeds) >= 2:
+                        d = paired_difference(100 * runs_at.loc[seeds].to_numpy(), 100 * own_ref.loc[seeds, classes].to_numpy(),
+                                              level)
+                        lo.append(means[-1] - (d["diff"] - d["diff_lo"]))
+                        hi.append(means[-1] + (d["diff_hi"] - d["diff"]))
+                    else:
+                        lo.append(means[-1])
+                        hi.append(means[-1])
+                means = np.asarray(means)
+                ax.errorbar(values, means, yerr=[means - np.asarray(lo), np.asarray(hi) - means], fmt="o-",
+                            color=colours[classes], capsize=2, elinewidth=1, markersize=4, label=f"{classes} classes")
+                if own_ref is not None and len(own_ref):
+                    ax.axhline(100 * own_ref[classes].mean(), color=colours[classes], linestyle="--", linewidth=0.9,
+                               label=f"{display_name(reference)}, {classes} classes")
             default = data.loc[(data["dataset"] == dataset) & (data["option"] == option)
                                & (data["variant"] == DEFAULT_VARIANT), "value"]
             if len(default):
                 ax.axvline(default.iloc[0], color="grey", linestyle=":", linewidth=1, label="default")
-            _value_axis(ax, option, sorted(part["value"].unique()))
-            ax.set(title=f"{dataset}: {method}, sweep of {symbol(option)}", xlabel=symbol(option),
+            _value_axis(ax, option, values)
+            ax.set(title=f"{dataset}: {display_name(method)}, sweep of {symbol(option)}", xlabel=symbol(option),
                    ylabel="test accuracy (%)")
-    _one_legend(axes.flat, "classes")
+            ax.title.set_fontsize(9)
+            ax.legend()
+    _one_legend(axes.flat, f"mean, {level:.0%} paired interval to {display_name(reference)}")
     return save_figure(fig, stem)
 
 
@@ -502,7 +530,7 @@ def make_figures(tables: dict[str, pd.DataFrame], groups: pd.DataFrame, out_dir:
                                                           groups=groups),
         "margins_over_training": lambda: plot_margins_over_training(epochs, groups, out / "margins_over_training",
                                                                     method=method, names=class_names(pc)),
-        "sweeps": lambda: plot_sweeps(pc, runs, groups, out / "sweeps", method=sweep_method),
+        "sweeps": lambda: plot_sweeps(pc, runs, groups, out / "sweeps", method=sweep_method, reference=reference),
         "regimes": lambda: plot_regimes(pc, runs, groups, out / "regimes", reference=reference),
     }
     if names is None:
