@@ -115,7 +115,7 @@ def class_axis(ax: plt.Axes, names: Sequence[str], groups: Sequence[str] | None 
     for i in range(1, len(groups) + 1):
         if i == len(groups) or groups[i] != groups[start]:
             colour = GROUP_COLOURS.get(groups[start], "grey")
-            ax.axvspan(start - 0.5, i - 0.5, color=colour, alpha=0.12, linewidth=0)
+            ax.axvspan(start - 0.5, i - 0.5, color=colour, alpha=0.12, linewidth=0, zorder=0)
             ax.text((start + i - 1) / 2, 1.0, groups[start], transform=ax.get_xaxis_transform(), ha="center",
                     va="bottom", fontsize=8, color=colour)
             start = i

@@ -138,7 +138,7 @@ def premise_findings(analysis: dict[str, pd.DataFrame], reference: str = "erm", 
                          + ("Every link holds on this dataset." if not broken else
                             f"The chain is not established on this dataset: link{'s' if len(broken) > 1 else ''} "
                             + " and ".join([", ".join(broken[:-1]), broken[-1]] if len(broken) > 1 else broken)
-                            + (" does" if len(broken) == 1 else " do") + " not hold."))
+                            + (" is" if len(broken) == 1 else " are") + " not shown to hold."))
         variants = [v for v in summary.loc[(summary["dataset"] == dataset) & (summary["method"] == method), "variant"].unique()
                     if is_exploratory(v)]
         for variant in variants:

@@ -148,7 +148,7 @@ def baseline_findings(per_run: pd.DataFrame, dataset: str, reference: str = "erm
 
 
 #: the symbols of the method options a report states (plain text, no TeX)
-OPTION_SYMBOLS = {"c_bar": "c̄", "lam": "λ", "p": "p", "beta": "β"}
+OPTION_SYMBOLS = {"c_bar": "c̄", "lam": "λ", "p": "p", "momentum": "β (momentum of the statistics)", "beta": "β"}
 OPTION_PREFIX = "config.method.options."
 #: the figure that leads the report (the claim) and the one right after the findings (the premise)
 LEAD_FIGURE, PREMISE_FIGURE = "claim_forest", "accuracy_vs_variability"
@@ -202,9 +202,16 @@ def class_findings(per_class: pd.DataFrame, reference: str = "erm", method: str 
     return lines
 
 
+#: headings of the figures whose name does not read well as one
+FIGURE_TITLES = {"claim_forest": "The claim: each method's paired Δ to the reference",
+                 "accuracy_vs_variability": "The premise: accuracy against a_k and against the spread alone",
+                 "change_vs_erm": "Per-class change over the reference", "per_class_sorted": "Per-class accuracy",
+                 "bound_terms": "Proposition 1, term by term"}
+
+
 def figure_block(name: str, path: str, report_dir: Path) -> list[str]:
     """A figure's heading, image and caption."""
-    return [f"### {name.replace('_', ' ').capitalize()}", "", f"![{name}]({path})", "", caption(report_dir, name), ""]
+    return [f"### {FIGURE_TITLES.get(name, name.replace('_', ' ').capitalize())}", "", f"![{name}]({path})", "", caption(report_dir, name), ""]
 
 
 def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict[str, str], out: str | Path,
