@@ -89,7 +89,7 @@ def test_every_figure_writes_png_and_pdf(tmp_path, captured):
     # 2 datasets x 2 options
     assert [c["placeholder"] for c in captured] == [False] * 7
     n_other = len([m for m in syn.METHODS if m != "erm"])
-    assert [len(c["axes"]) for c in captured[:6]] == [2, 2 * 2 * 2, 2, 2, 2 * n_other, 2]
+    assert [len(c["axes"]) for c in captured[:6]] == [2, 2 * 2 * 2, 2, 2, 2 * n_other, 2 * 2]  # margins: MR², MR² λ = 0
     assert captured[4]["titles"][:n_other] == [f"toy: {m} − erm (95% t-interval over 3 seeds)"
                                                for m in syn.METHODS if m != "erm"]
     assert len(captured[6]["axes"]) == 4
