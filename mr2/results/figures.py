@@ -464,7 +464,7 @@ def plot_sweeps(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.D
                    ylabel="test accuracy (%)")
             ax.title.set_fontsize(9)
             ax.legend()
-    _one_legend(axes.flat, f"mean, {level:.0%} paired interval to {display_name(reference)}")
+    _one_legend(axes.flat, "classes")
     return save_figure(fig, stem)
 
 
