@@ -121,7 +121,7 @@ def test_placeholder_when_no_data_is_run_in_several_regimes(tmp_path):
     made = figures.make_figures(t, groups, tmp_path)
     assert "regimes" not in made and not (tmp_path / "regimes.png").exists()  # the report names the config instead
     assert figures.missing_lines(figures.available_figures({**t, "groups": groups}, groups)) == [
-        figures.MISSING["regimes"]]
+        figures.MISSING["sweeps"], figures.MISSING["regimes"]]  # no sweep either
     made = regimes.plot_regimes(t["per_class"], t["runs"], groups, tmp_path / "regimes")  # called anyway: says so
     assert made[0] == tmp_path / "regimes.png" and made[0].stat().st_size > 1000
     assert regimes.regime_section(t["per_class"], t["runs"], groups) == []
