@@ -261,7 +261,8 @@ def bound_markdown(table: pd.DataFrame) -> str:
     lines = [
         "## Theory: Proposition 1 on the trained models",
         "",
-        "Each term of R(f) ≤ (1/ln 2)·R̂^{γ,ce}(f) + (4√2·Λ·K/√N)·sqrt(Σ_k a_k/γ_k²) + c·sqrt(ln(1/δ)/N), "
+        "Each term of R(f) ≤ (1/ln 2)·R̂_γ,ce(f) + (4√2·Λ·K/√N)·√(Σ_k a_k/γ_k²) + c·√(ln(1/δ)/N) "
+        "(R̂_γ,ce: the margin cross-entropy of the training set), "
         "evaluated per run from the tidy tables (`results/theory/bound.csv`, a row per run). Assumptions: "
         f"Λ = {'max_k ‖[w_k b_k]‖₂' if norm == 'max_row' else '‖[W b]‖_F'} of the trained head, "
         "a_k of its training features (+1 for the bias), N training samples, the trained γ treated as "
