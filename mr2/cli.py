@@ -105,6 +105,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", default="erm", help="the reference method (ERM)")
     p.add_argument("--sweep-method", default="mr2", help="the method whose swept variants are drawn")
     p.add_argument("--method", default="mr2", help="the MR² method whose margins are drawn")
+    p.add_argument("--names", nargs="+", default=None, help="exactly these figures (default: every figure whose "
+                   "comparison the run holds)")
     p.add_argument("--out", required=True, help="the figures folder")
     p = sub.add_parser("analysis", help="does the premise hold: rank correlations, a_k's decomposition, figures")
     p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
@@ -260,7 +262,7 @@ def results_step(args) -> None:
 
         t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
         made = make_figures(t, t["groups"], args.out, reference=args.reference, sweep_method=args.sweep_method,
-                            method=args.method)
+                            method=args.method, names=args.names)
         print(f"[figures] {len(made)} figures -> {args.out}")
     elif args.step == "readme":
         from .results.readme import update_readme
@@ -287,7 +289,7 @@ def results_step(args) -> None:
         from .results.report import write_report
 
         config = load_yaml_file(args.config)
-        t = results.read_tables(args.tables, ("per_class", "runs", "groups"))
+        t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
         out = Path(args.out)
         figures = {p.stem: str(p.relative_to(out.parent)) for p in sorted(Path(args.figures).glob("*.png"))}
         md = (Path(args.tables) / "results.md").read_text(encoding="utf-8")

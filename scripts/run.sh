@@ -4,8 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-VENV="${MR2_VENV:-$HOME/.cache/mr2/venv}"
-export PATH="$VENV/bin:$PATH"
+source scripts/env.sh  # the venv's tools; this clone's code first on PYTHONPATH
 snakemake --cores all "$@"
 snakemake --report results/report.html "$@"
 echo "[run] done: results/report.md, results/report.html, results/tables/, results/figures/"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up on a fresh Debian machine: system data package, a Python venv outside the
-# clone (reused across runs and clones: no new multi-GB environment per run), mr2 installed.
+# clone (reused across runs and clones: no new multi-GB environment per run) with mr2's
+# dependencies. mr2 itself is not installed into the shared venv: each clone runs its own code with
+# its root first on PYTHONPATH (scripts/env.sh; `python -m mr2` from the clone's root does the same).
 #   MR2_VENV     where the venv lives      (default: ~/.cache/mr2/venv)
 #   MR2_LOCKED=1 install the exact versions of requirements.lock instead of the ranges
 set -euo pipefail
@@ -42,6 +44,4 @@ if [ ! -f "$STAMP" ]; then
   "$VENV/bin/python" -m pip install -q -r "$REQ"
   touch "$STAMP"
 fi
-# mr2 and theory from this clone (editable, no dependency resolution: cheap on every run).
-"$VENV/bin/python" -m pip install -q --no-deps --no-build-isolation -e . >/dev/null
 echo "[setup] ready: $VENV"

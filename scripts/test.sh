@@ -3,6 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-VENV="${MR2_VENV:-$HOME/.cache/mr2/venv}"
-export PATH="$VENV/bin:$PATH"
+source scripts/env.sh  # the venv's tools; this clone's code first on PYTHONPATH
 exec python -m pytest -q "$@"

@@ -14,7 +14,7 @@ from scipy import stats
 
 import results_data as syn
 from mr2.results import figures as F
-from mr2.results import plotting, regimes, tradeoff
+from mr2.results import claim_figures, plotting, regimes, tradeoff
 from mr2.results import groups as G
 from mr2.results import tables as R
 
@@ -42,6 +42,7 @@ def captured(monkeypatch):
 
     monkeypatch.setattr(F, "save_figure", spy)
     monkeypatch.setattr(regimes, "save_figure", spy)
+    monkeypatch.setattr(claim_figures, "save_figure", spy)
     monkeypatch.setattr(tradeoff, "save_figure", spy)
     monkeypatch.setattr(plotting, "save_figure", spy)  # placeholders are saved there
     return seen
@@ -77,21 +78,22 @@ def full():
 def test_every_figure_writes_png_and_pdf(tmp_path, captured):
     t, groups = full()
     made = F.make_figures(t, groups, tmp_path)
-    assert sorted(made) == sorted(["per_class_sorted", "accuracy_vs_variability", "group_accuracy",
-                                   "change_vs_erm", "margins_over_training", "sweeps", "regimes", "tradeoff"])
+    # toy and toy2 are different data, so no data is run in several regimes: no regimes figure at all
+    assert list(made) == ["claim_forest", "accuracy_vs_variability", "per_class_sorted", "group_accuracy",
+                          "change_vs_erm", "margins_over_training", "sweeps", "tradeoff"]
     for name, paths in made.items():
         assert paths[0] == tmp_path / f"{name}.png"
         check_files(paths)
-    # real content, not placeholders: one panel per dataset (accuracy against a_k: per dataset and
-    # method; the change figure: per dataset and method other than ERM), sweeps 2 datasets x 2
-    # options; toy and toy2 are different data, so no data is run in several regimes
-    assert [c["placeholder"] for c in captured] == [False] * 6 + [True, False]
+    assert not (tmp_path / "regimes.png").exists()
+    # real content, not placeholders: one panel per dataset (accuracy against a_k and the spread: per
+    # dataset, feature and method; the change figure: per dataset and method other than ERM), sweeps
+    # 2 datasets x 2 options
+    assert [c["placeholder"] for c in captured] == [False] * 8
     n_other = len([m for m in syn.METHODS if m != "erm"])
-    assert [len(c["axes"]) for c in captured[:5]] == [2, 2 * 2, 2, 2 * n_other, 2]
-    assert captured[3]["titles"][:n_other] == [f"toy: {m} − erm (95% t-interval over 3 seeds)"
+    assert [len(c["axes"]) for c in captured[:6]] == [2, 2 * 2 * 2, 2, 2, 2 * n_other, 2 * 2]  # margins: MR², MR² λ = 0
+    assert captured[4]["titles"][:n_other] == [f"toy: {m} − erm (95% t-interval over 3 seeds)"
                                                for m in syn.METHODS if m != "erm"]
-    assert len(captured[5]["axes"]) == 4
-    assert captured[6]["texts"] == [regimes.NO_REGIMES]
+    assert len(captured[6]["axes"]) == 4
     assert len(captured[7]["axes"]) == 2  # the trade-off plane: a panel per dataset
 
 
@@ -105,22 +107,26 @@ def test_one_colour_per_method_in_every_figure(tmp_path, captured):
     want = {m: matplotlib.colors.to_hex(plotting.method_colour(m)) for m in syn.METHODS}
     assert len(set(want.values())) == len(want)  # distinct, and none is a group's colour
     assert not set(want.values()) & {matplotlib.colors.to_hex(c) for c in plotting.GROUP_COLOURS.values()}
-    sorted_fig, scatter, bars, change = captured[0], captured[1], captured[2], captured[3]
-    assert legend_colours(sorted_fig["axes"][-1]) == want
-    assert legend_colours(bars["axes"][-1]) == want
+    claim, scatter, sorted_fig, bars, change = captured[:5]
+    assert legend_colours(claim["axes"][-1]) == {plotting.display_name(m): want[m] for m in syn.METHODS if m != "erm"}
+    assert legend_colours(sorted_fig["axes"][-1]) == {plotting.display_name(m): c for m, c in want.items()}
+    assert legend_colours(bars["axes"][-1]) == {plotting.display_name(m): c for m, c in want.items()}
+    by_name = {plotting.display_name(m): m for m in syn.METHODS}
     for ax in scatter["axes"] + change["axes"]:  # a panel per method, titled by it
-        method = ax.get_title().split(": ")[1].split()[0]
+        method = ax.get_title().split(": ")[1].split("\n")[0].split(" − ")[0]
+        method = by_name.get(method, method)
         drawn = {matplotlib.colors.to_hex(c) for coll in ax.collections for c in coll.get_facecolors()}
         drawn |= {matplotlib.colors.to_hex(line.get_color()) for line in ax.get_lines()[:1]}
         assert drawn == {want[method]}, ax.get_title()
     regime_legend = legend_colours(captured[-1]["axes"][-1])
     assert regime_legend == {m: want[m] for m in regimes.METHODS}
     tradeoff_legend = legend_colours(captured[7]["axes"][-1])  # the trade-off plane names methods for readers
-    assert tradeoff_legend == {plotting.method_name(m): want[m] for m in syn.METHODS if m != "erm"}
+    assert tradeoff_legend == {plotting.display_name(m): want[m] for m in syn.METHODS if m != "erm"}
 
 
-def test_sorted_lines_are_ascending_per_method(tmp_path, captured):
+def test_sorted_lines_are_ascending_per_method(tmp_path, captured, monkeypatch):
     t, _ = full()
+    monkeypatch.setattr(F, "DOT_PLOT_MAX", 0)  # many classes: the paper's sorted curves
     check_files(F.plot_per_class_sorted(t["per_class"], tmp_path / "s"))
     lines = captured[0]["axes"][0].get_lines()
     curves = [ln.get_ydata() for ln in lines if len(ln.get_ydata()) == syn.K]
@@ -128,15 +134,34 @@ def test_sorted_lines_are_ascending_per_method(tmp_path, captured):
     assert all((curve[1:] >= curve[:-1]).all() for curve in curves)
 
 
+def test_few_classes_get_a_named_dot_plot_in_erms_order(tmp_path, captured):
+    t, _ = full()
+    check_files(F.plot_per_class_sorted(t["per_class"], tmp_path / "s"))
+    ax = captured[0]["axes"][0]  # toy
+    order = [f"c{c}" for c in np.argsort(syn.BASE)]  # ERM's accuracy ascending, hardest at the top
+    assert [x.get_text() for x in ax.get_yticklabels()] == order
+    pc = t["per_class"].query("dataset == 'toy' and variant == 'default'")
+    means = 100 * pc.groupby(["method", "class"])["accuracy"].mean()
+    for line, method in zip(ax.get_lines(), syn.METHODS):
+        assert line.get_xdata() == pytest.approx([means[(method, int(n[1:]))] for n in order])
+
+
 def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, captured):
     t, _ = full()
     t["per_class"].loc[t["per_class"]["method"] == "mr2", "a"] *= 1e-3  # another scale: its own axis
     check_files(F.plot_accuracy_vs_variability(t["per_class"], tmp_path / "v"))
-    axes = captured[0]["axes"]
-    assert [ax.get_title().split("\n")[0] for ax in axes] == ["toy: erm", "toy: mr2", "toy2: erm", "toy2: mr2"]
+    axes = captured[0]["axes"]  # per dataset a row for a_k and a row for the spread, a panel per method
+    assert [ax.get_title().split("\n")[0] for ax in axes] == ["toy: ERM", "toy: MR²"] * 2 + ["toy2: ERM", "toy2: MR²"] * 2
+    assert [ax.get_xlabel().split(" of ")[0] for ax in axes[:4]] == [r"$a_k$"] * 2 + [r"$\|\hat{s}_k\|^2$"] * 2
     assert axes[1].get_xlim()[1] < 0.01 < axes[0].get_xlim()[0]  # MR²'s a_k do not collapse onto ERM's axis
-    # a_k falls with accuracy in the synthetic data: strongly negative rank correlation
-    assert float(axes[0].get_title().split("= ")[1]) < -0.8
+    # the title's ρ is the mean of the per-seed ρ with its t-interval over seeds, as the text's
+    pc = t["per_class"].query("dataset == 'toy' and method == 'erm' and variant == 'default'")
+    rhos = [stats.spearmanr(g["a"], g["accuracy"])[0] for _, g in pc.groupby("seed")]
+    half = stats.t.ppf(0.975, len(rhos) - 1) * np.std(rhos, ddof=1) / np.sqrt(len(rhos))
+    lo, hi = max(-1.0, np.mean(rhos) - half), min(1.0, np.mean(rhos) + half)
+    assert axes[0].get_title().split("\n")[1] == (f"ρ = {np.mean(rhos):+.2f} [95% CI {lo:+.2f}, {hi:+.2f}], "
+                                                  f"{len(rhos)} seeds")
+    assert np.mean(rhos) < -0.8  # a_k falls with accuracy in the synthetic data
     assert sorted(t.get_text() for t in axes[0].texts) == sorted(f"c{c}" for c in range(syn.K))
 
 
@@ -146,8 +171,10 @@ def test_figures_with_erm_and_mr2_and_one_seed(tmp_path, captured):
     made = F.make_figures(t, groups, tmp_path)
     for paths in made.values():
         check_files(paths)
-    sweeps = captured[5]
-    assert sweeps["texts"] == [F.NO_SWEEP]
+    assert "sweeps" not in made and "regimes" not in made  # no placeholder figure for what the run lacks
+    assert not any(c["placeholder"] for c in captured)
+    check_files(F.plot_sweeps(t["per_class"], t["runs"], groups, tmp_path / "sweeps"))  # called anyway: says so
+    assert captured[-1]["texts"] == [F.NO_SWEEP]
 
 
 def test_sweeps_read_each_value_from_the_resolved_config_and_mark_missing_sweeps(tmp_path, captured):
@@ -160,8 +187,7 @@ def test_sweeps_read_each_value_from_the_resolved_config_and_mark_missing_sweeps
     runs = t["runs"].assign(**{"config.method.options.c_bar": t["runs"]["config.method.options.c_bar"] * 3})
     assert sorted(F.sweep_table(t["per_class"], runs, groups)["value"].unique()) == [1.5, 3.0, 6.0]
     check_files(F.plot_sweeps(t["per_class"], t["runs"], groups, tmp_path / "sw"))
-    texts = captured[0]["texts"]
-    assert texts == ["toy, lam: " + F.NO_SWEEP]  # the lam panel says it was not swept
+    assert captured[0]["texts"] == [] and len(captured[0]["axes"]) == 1  # no panel for λ, which nothing sweeps
 
 
 def test_placeholders_when_methods_are_absent(tmp_path, captured):
@@ -228,17 +254,21 @@ def test_figures_use_the_papers_symbols(tmp_path, captured):
         outside_math = [re.sub(r"\$[^$]*\$", "", s) for s in fig["strings"]]
         assert not [s for s in outside_math if plain.search(s)], fig["titles"]
     labels = {s for fig in captured for s in fig["strings"]}
-    assert {r"$\gamma_k$", r"$a_k$ of erm's training features", r"$\bar{c}$", r"$\lambda$"} <= labels
+    assert {r"$\gamma_k$", r"$a_k$ of ERM's training features", r"$\bar{c}$", r"$\lambda$"} <= labels
 
 
-def test_group_bars_match_the_group_accuracy(tmp_path, captured):
+def test_group_points_match_the_group_accuracy(tmp_path, captured):
+    """Points (no bars on the truncated axis) at each method's mean group accuracy over seeds, with the sd."""
     t, groups = full()
     check_files(F.plot_group_accuracy(t["per_class"], groups, tmp_path / "b"))
     ax = captured[0]["axes"][0]
-    heights = sorted(p.get_height() for p in ax.patches if p.get_height() > 0)
+    assert not [p for p in ax.patches if p.get_height() > 0]
     per_run = G.run_group_accuracy(t["per_class"].query("dataset == 'toy' and variant == 'default'"), groups)
-    expected = sorted(100 * per_run.groupby("method")[["all", "easy", "medium", "hard"]].mean().to_numpy().ravel())
-    assert heights == pytest.approx(expected)
+    for container, method in zip(ax.containers, syn.METHODS):
+        expected = 100 * per_run[per_run["method"] == method][["all", "easy", "medium", "hard"]]
+        assert container.lines[0].get_ydata() == pytest.approx(expected.mean().to_numpy())
+        (bars,) = container.lines[2]
+        assert [hi - lo for (_, lo), (_, hi) in bars.get_segments()] == pytest.approx(2 * expected.std().to_numpy())
 
 
 def test_end_to_end_from_a_run_tree(tmp_path):
@@ -256,3 +286,24 @@ def test_end_to_end_from_a_run_tree(tmp_path):
         check_files(paths)
     sweep = F.sweep_table(tables["per_class"], tables["runs"], groups)
     assert sorted(sweep["value"].unique()) == [0.5, 1.0]
+
+
+def test_claim_forest_draws_each_methods_paired_difference_and_interval(tmp_path, captured):
+    """The report's first figure: per metric a point per method at its mean paired Δ to ERM (recomputed
+    here from the group accuracies) with its t-interval, and the line at 0."""
+    t, groups = full()
+    check_files(claim_figures.plot_claim(t["per_class"], t["runs"], groups, tmp_path / "claim"))
+    ax = captured[0]["axes"][0]  # toy
+    assert [x.get_text() for x in ax.get_yticklabels()] == ["all classes", "easy classes", "medium classes",
+                                                            "hard classes", "worst class"]
+    assert any(list(line.get_xdata()) == [0, 0] for line in ax.get_lines())  # the zero line
+    per_run = G.run_group_accuracy(t["per_class"].query("dataset == 'toy' and variant == 'default'"), groups)
+    per_run = per_run.set_index(["method", "seed"])
+    mr2 = ax.containers[0]  # the first method after ERM in the tables' order: mr2
+    (bars,) = mr2.lines[2]
+    for i, group in enumerate(["all", "easy", "medium", "hard"]):
+        d = 100 * (per_run.loc["mr2", group] - per_run.loc["erm", group]).to_numpy()
+        half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+        assert mr2.lines[0].get_xdata()[i] == pytest.approx(d.mean())
+        (lo, _), (hi, _) = bars.get_segments()[i]
+        assert (lo, hi) == pytest.approx((d.mean() - half, d.mean() + half))

@@ -19,8 +19,8 @@ from conftest import REPO, pipeline_env, run_snakemake, workdir_with_configs
 
 SMOKE = ["--configfile", "config/smoke.yaml"]
 METHODS = ["erm", "mr2", "mr2_uniform", "mr2_no_rep"]
-FIGURES = ["per_class_sorted", "accuracy_vs_variability", "group_accuracy", "change_vs_erm",
-           "margins_over_training", "sweeps"]
+FIGURES = ["claim_forest", "per_class_sorted", "accuracy_vs_variability", "group_accuracy", "change_vs_erm",
+           "margins_over_training", "sweeps"]  # no regimes figure: the smoke config runs one regime
 
 
 def test_smoke_outputs_have_the_expected_content(smoke_results):
@@ -53,6 +53,7 @@ def test_smoke_outputs_have_the_expected_content(smoke_results):
     comparisons = pd.read_csv(smoke_results / "tables" / "comparisons.csv")
     assert set(comparisons["kind"]) == {"reference", "ablation"} and comparisons["mde"].gt(0).all()
     assert all(f"figures/{name}.png" in report for name in FIGURES)
+    assert not (smoke_results / "figures" / "regimes.png").exists() and "`config/regimes.yaml`" in report
     md = (smoke_results / "tables" / "results.md").read_text()
     assert "| fashion_mnist | mr2 | c_bar=2.0 |" in md
     run = smoke_results / "runs" / "fashion_mnist" / "mr2" / "c_bar=2.0" / "seed0"

@@ -119,7 +119,11 @@ def test_placeholder_when_no_data_is_run_in_several_regimes(tmp_path):
     t = rd.tables(datasets=("a", "b"))
     groups = difficulty_table(t["per_class"])
     made = figures.make_figures(t, groups, tmp_path)
-    assert made["regimes"][0] == tmp_path / "regimes.png" and made["regimes"][0].stat().st_size > 1000
+    assert "regimes" not in made and not (tmp_path / "regimes.png").exists()  # the report names the config instead
+    assert figures.missing_lines(figures.available_figures({**t, "groups": groups}, groups)) == [
+        figures.MISSING["sweeps"], figures.MISSING["regimes"]]  # no sweep either
+    made = regimes.plot_regimes(t["per_class"], t["runs"], groups, tmp_path / "regimes")  # called anyway: says so
+    assert made[0] == tmp_path / "regimes.png" and made[0].stat().st_size > 1000
     assert regimes.regime_section(t["per_class"], t["runs"], groups) == []
 
 
@@ -146,7 +150,7 @@ def test_report_has_the_regime_section_only_with_regimes(tmp_path):
 
     text = report(regime_tables())
     section = text[text.index("## Training regime"):]
-    assert text.index("## What we find") < text.index("## Training regime") < text.index("## Figures")
+    assert text.index("## What we find") < text.index("## Training regime") < text.index("## Configuration")
     assert "`fashion_mnist` (4 regimes" in section and "| fashion_mnist | all × 30 ep | mr2 |" in section
     single = rd.tables()
     single["groups"] = difficulty_table(single["per_class"])

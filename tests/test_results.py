@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -307,3 +309,82 @@ def test_the_html_page_embeds_only_the_figures_under_the_report_folder(tmp_path)
         report_html(f"![x](../{secret.name})\n", tmp_path)
     with pytest.raises(FileNotFoundError, match="is missing"):
         report_html("![b](figures/b.png)\n", tmp_path)
+
+
+def _report_of(t, tmp_path):
+    """The report of synthetic tables ``t`` with the figures ``make_figures`` draws for them."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from mr2.results.figures import make_figures
+    from mr2.results.report import write_report
+
+    groups = G.difficulty_table(t["per_class"])
+    t = {**t, "groups": groups}
+    made = make_figures(t, groups, tmp_path / "figures")
+    figures = {name: f"figures/{name}.png" for name in made}
+    captions = Path(__file__).resolve().parents[1] / "workflow" / "report"
+    return made, write_report(t, "| table |", figures, tmp_path / "report.md", captions, {"seeds": [0, 1, 2]})
+
+
+def test_report_of_a_config_without_sweeps_or_regimes(tmp_path):
+    """No placeholder and no caption for a comparison the run lacks, one line naming the config that
+    runs it; the claim's figure leads, the premise's picture follows the findings; the options stated."""
+    made, text = _report_of(syn.tables(), tmp_path)
+    assert "sweeps" not in made and "regimes" not in made and not (tmp_path / "figures" / "sweeps.png").exists()
+    assert "![sweeps]" not in text and "![regimes]" not in text and "Sensitivity to the mean margin" not in text
+    missing = text[text.index("## Not in this run"):text.index("## Configuration")]
+    assert "`config/sweeps.yaml`" in missing and "`config/regimes.yaml`" in missing
+    assert missing.count("\n- ") == 2
+    images = [line for line in text.splitlines() if line.startswith("![")]
+    assert images[0] == "![claim_forest](figures/claim_forest.png)"
+    findings_end = text.index("- MR² against ERM")
+    assert text.index("![claim_forest]") < findings_end < text.index("![accuracy_vs_variability]") \
+        < text.index("## More figures")
+    assert images[1] == "![accuracy_vs_variability](figures/accuracy_vs_variability.png)"
+    options = syn.MR2_OPTIONS
+    assert (f"MR²: c̄ = {options['c_bar']:g}, λ = {options['lam']:g}, p = {options['p']:g}" in text)
+    assert "$" not in text.split("## Configuration")[0]  # no raw TeX in text meant for reading
+
+
+def test_report_with_a_sweep_shows_it_and_names_no_config_for_it(tmp_path):
+    made, text = _report_of(syn.tables(sweeps=("c_bar=0.5", "c_bar=2.0")), tmp_path)
+    assert "sweeps" in made and "![sweeps](figures/sweeps.png)" in text
+    missing = text[text.index("## Not in this run"):text.index("## Configuration")]
+    assert "`config/sweeps.yaml`" not in missing and "`config/regimes.yaml`" in missing
+
+
+def test_the_words_a_finding_earns():
+    """An interval containing 0 is "not shown" (never "does not hold"), one as wide as [−1, +1] is
+    "uninformative"; a few significant classes of many are one of many comparisons."""
+    assert S.correlation_verdict(0.1, 0.9) == "holds" and S.correlation_verdict(-0.9, -0.1) == "reversed"
+    assert S.correlation_verdict(-0.3, 0.5) == "not shown"
+    assert S.correlation_verdict(-1.0, 1.0) == "uninformative" and S.correlation_verdict(-0.97, 0.99) == "uninformative"
+    assert S.correlation_verdict(math.nan, math.nan) == "undetermined"
+    # 1 of 100 classes at the 95 % level is fewer than the 5 that chance gives: flagged; 40 of 100 are not
+    assert "one of many comparisons" in S.one_of_many(1, 100) and "1 interval of 100" in S.one_of_many(1, 100)
+    assert S.one_of_many(5, 100) is not None and S.one_of_many(6, 100) is None
+    assert "one of many" in S.one_of_many(1, 10)  # 0.5 expected by chance: a single one is still flagged
+    assert S.one_of_many(2, 10) is None and S.one_of_many(0, 10) is None and S.one_of_many(40, 100) is None
+
+
+def test_the_html_page_scrolls_wide_tables_and_shows_figures_at_one_scale(tmp_path):
+    """Tables and figures sit in horizontally scrolling boxes; each figure's width on the page is its
+    width in inches (pixels / the figures' dpi) at 96 CSS pixels per inch, whatever its size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mr2.results.html import report_html
+    from mr2.results.plotting import FIGURE_DPI
+
+    for name, inches in (("narrow", 3.0), ("wide", 12.0)):
+        fig = plt.figure(figsize=(inches, 2.0))
+        fig.savefig(tmp_path / f"{name}.png", dpi=FIGURE_DPI)
+        plt.close(fig)
+    page = report_html("| a | b |\n|---|---|\n| +1.0 [−0.5, +2.5] | 3 |\n\n![n](narrow.png)\n\n![w](wide.png)\n",
+                       tmp_path)
+    assert '<div class="scroll"><table>' in page and "white-space:nowrap" in page
+    widths = [int(w) for w in re.findall(r'<div class="scroll"><img [^>]*width="(\d+)"', page)]
+    assert widths == [round(3.0 * 96), round(12.0 * 96)]

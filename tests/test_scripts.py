@@ -84,7 +84,7 @@ def test_loss_benchmark_across_processes_reports_the_ratio_range():
 def test_setup_repairs_a_venv_that_a_failed_creation_left_without_pip(tmp_path):
     """Debian's venv without its pythonX.Y-venv package leaves bin/python and no pip; the set-up
     must not skip such a venv as made. (Its requirements are marked installed here, so only the
-    repair runs; the editable install after it needs setuptools, which this bare venv lacks.)"""
+    repair runs.)"""
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     digest = hashlib.sha256((REPO / "requirements.txt").read_bytes()).hexdigest()[:16]

@@ -233,7 +233,7 @@ def test_smoke_report_and_figure_have_the_theory(smoke_results):
         assert (smoke_results / "figures" / f"bound_terms.{ext}").stat().st_size > 1000
     report = (smoke_results / "report.md").read_text()
     assert "## Theory: Proposition 1 on the trained models" in report
-    assert report.index("## Theory") < report.index("## Figures") and "figures/bound_terms.png" in report
+    assert report.index("## Theory") < report.index("## More figures") and "figures/bound_terms.png" in report
 
 
 def test_cli_reproduces_the_table_and_names_missing_tables(smoke_results, tmp_path, capsys):

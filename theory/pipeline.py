@@ -216,6 +216,37 @@ def margin_sum_shares(table: pd.DataFrame, per_class: pd.DataFrame) -> pd.DataFr
     return out[["dataset", "method", "variant", "class", "class_name", "a", "gamma", "share"]].reset_index(drop=True)
 
 
+def tightness_sentences(table: pd.DataFrame, method: str = "mr2", runs: pd.DataFrame | None = None) -> list[str]:
+    """The notebook's answer to "how tight is Proposition 1 on trained models?", computed from the
+    bound table: on how many runs it holds and is vacuous (above 1), the tightness bound / test error
+    (median, range over runs), the complexity term's share of the bound, the bound across ``method``'s
+    c̄ sweep (``terms_by_c_bar``; says so when the results hold none) and Corollary 1's complexity ratio."""
+    n, holds, vacuous = len(table), int(table["holds"].sum()), int((table["bound"] > 1).sum())
+    tight = table["tightness"]
+    share = 100 * float((table["complexity_term"] / table["bound"]).median())
+    lines = [f"Proposition 1 holds on {holds} of {n} trained models and is vacuous (above 1, more than any error "
+             f"rate) on {vacuous} of {n}: the bound is {_number(float(tight.median()))} times the test error "
+             f"(median over runs; {_number(float(tight.min()))} to {_number(float(tight.max()))}).",
+             f"The complexity term makes up {_number(share)} % of the bound (median over runs): "
+             + ("the looseness is the complexity term's." if share > 50 else "the empirical term dominates.")]
+    view = c_bar_view(table, method, runs) if (table["method"] == method).any() else pd.DataFrame()
+    for dataset, part in (view.groupby("dataset", sort=False) if len(view) else []):
+        if len(part) < 2:
+            lines.append(f"{dataset}: the results hold no c̄ sweep of {method} (one c̄, {part['c_bar'].iloc[0]:g}); "
+                         "the c̄ view is the analytical curve of one trained model (config/sweeps.yaml runs a sweep).")
+            continue
+        lo, hi = part.iloc[0], part.iloc[-1]
+        lines.append(f"{dataset}: across {method}'s c̄ sweep ({', '.join(f'{c:g}' for c in part['c_bar'])}) the bound "
+                     f"goes from {_number(lo['bound'])} at c̄ = {lo['c_bar']:g} to {_number(hi['bound'])} at c̄ = "
+                     f"{hi['c_bar']:g}, the test error from {_number(lo['test_error'])} to {_number(hi['test_error'])} "
+                     "(means over seeds).")
+    ratio = table["complexity_ratio"]
+    lines.append(f"At an equal mean margin, Corollary 1's γ gives a complexity term {ratio.min():.3f} to "
+                 f"{ratio.max():.3f} times uniform γ's on the trained models' a_k (at most 1 by the power-mean "
+                 "inequality: a check of the computation, not of the paper's claim).")
+    return lines
+
+
 def _number(x: float) -> str:
     if not math.isfinite(x):
         return str(x)
@@ -230,7 +261,8 @@ def bound_markdown(table: pd.DataFrame) -> str:
     lines = [
         "## Theory: Proposition 1 on the trained models",
         "",
-        "Each term of R(f) ≤ (1/ln 2)·R̂^{γ,ce}(f) + (4√2·Λ·K/√N)·sqrt(Σ_k a_k/γ_k²) + c·sqrt(ln(1/δ)/N), "
+        "Each term of R(f) ≤ (1/ln 2)·R̂_γ,ce(f) + (4√2·Λ·K/√N)·√(Σ_k a_k/γ_k²) + c·√(ln(1/δ)/N) "
+        "(R̂_γ,ce: the margin cross-entropy of the training set), "
         "evaluated per run from the tidy tables (`results/theory/bound.csv`, a row per run). Assumptions: "
         f"Λ = {'max_k ‖[w_k b_k]‖₂' if norm == 'max_row' else '‖[W b]‖_F'} of the trained head, "
         "a_k of its training features (+1 for the bias), N training samples, the trained γ treated as "
@@ -267,32 +299,40 @@ def bound_markdown(table: pd.DataFrame) -> str:
 
 
 # ----------------------------------------------------------------------------- figures
-def plot_bound_terms(table: pd.DataFrame):
-    """Bars per method (mean over seeds, sd as error bars) of each term, the bound and the test
-    error, on a log scale; a panel per dataset. Returns the matplotlib figure."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
+#: neutral colours and markers of the bound's terms (no method's or group's colour), the test error in black
+TERM_STYLES = {"empirical_term": ("0.55", "v"), "complexity_term": ("0.35", "s"), "confidence_term": ("0.7", "^"),
+               "bound": ("0.15", "D"), "test_error": ("black", "*")}
 
-    data = table.assign(label=[run_label(m, v) for m, v in zip(table["method"], table["variant"])])
-    long = data.melt(id_vars=["dataset", "label", "seed"], value_vars=[*TERMS, "bound", "test_error"],
-                     var_name="term", value_name="value")
-    long["term"] = long["term"].map(TERM_TITLES)
-    datasets = list(long["dataset"].unique())
+
+def plot_bound_terms(table: pd.DataFrame):
+    """Points per method (mean over seeds, error bar the sd) of each term, the bound and the test
+    error (a black star) on a log axis, a panel per dataset; a dashed line at 1, above which a bound
+    on an error rate is vacuous. Terms in neutral greys with their own markers. Returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from mr2.results.plotting import display_name
+
+    data = table.assign(label=[display_name(m, v) for m, v in zip(table["method"], table["variant"])])
+    datasets = list(data["dataset"].unique())
     labels = list(dict.fromkeys(data["label"]))
-    fig, axes = plt.subplots(1, len(datasets), figsize=(1.4 * len(labels) + 3.5, 3.8), squeeze=False)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(1.1 * len(labels) + 3.5, 3.8), squeeze=False)
+    width = 0.7 / len(TERM_STYLES)
     for ax, dataset in zip(axes.flat, datasets):
-        part = long[(long["dataset"] == dataset) & (long["value"] > 0)]
-        sns.barplot(data=part, x="label", y="value", hue="term", order=labels,
-                    hue_order=list(TERM_TITLES.values()), errorbar="sd", ax=ax, err_kws={"linewidth": 1})
+        part = data[data["dataset"] == dataset]
+        stats_ = part.groupby("label", sort=False)[list(TERM_STYLES)].agg(["mean", "std"])
+        for i, (term, (colour, marker)) in enumerate(TERM_STYLES.items()):
+            x = np.array([labels.index(lab) for lab in stats_.index]) + width * (i - (len(TERM_STYLES) - 1) / 2)
+            mean, sd = stats_[(term, "mean")], stats_[(term, "std")].fillna(0.0)
+            keep = (mean > 0).to_numpy()
+            ax.errorbar(x[keep], mean[keep], yerr=np.minimum(sd[keep], 0.99 * mean[keep]), fmt=marker, color=colour,
+                        markersize=9 if term == "test_error" else 5, capsize=2, elinewidth=0.8,
+                        label=TERM_TITLES[term])
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8, label="1: above it a bound on an error is vacuous")
         ax.set_yscale("log")
         ax.set(title=dataset, xlabel="method", ylabel="value (log scale)")
         ax.set_xticks(range(len(labels)))
         ax.set_xticklabels(labels, rotation=30, ha="right")
-    if axes.flat[-1].get_legend() is not None:
-        sns.move_legend(axes.flat[-1], "upper left", bbox_to_anchor=(1.02, 1.0), title="", frameon=False)
-    for ax in list(axes.flat)[:-1]:
-        if ax.get_legend() is not None:
-            ax.get_legend().remove()
+    axes.flat[-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -313,8 +353,10 @@ def plot_terms_vs_c_bar(table: pd.DataFrame, method: str = "mr2", runs: pd.DataF
         if part.empty:
             ax.text(0.5, 0.5, f"no runs of {method}", ha="center", va="center", transform=ax.transAxes)
             continue
-        sns.lineplot(data=part, x="c_bar", y="value", hue="term", hue_order=list(TERM_TITLES.values()),
-                     marker="o", errorbar=None, ax=ax)
+        order = list(TERM_TITLES.values())  # distinct markers and dashes: a term on top of another stays visible
+        sns.lineplot(data=part, x="c_bar", y="value", hue="term", hue_order=order, style="term", style_order=order,
+                     markers=True, dashes=True, palette={TERM_TITLES[t]: c for t, (c, _) in TERM_STYLES.items()},
+                     markersize=7, errorbar=None, ax=ax)
         ax.set(xscale="log", yscale="log", title=f"{dataset}: {method}", xlabel=f"mean margin {symbol('c_bar')}",
                ylabel="value (log scale)")
         value_ticks(ax.xaxis, sorted(part["c_bar"].unique()))
@@ -346,8 +388,9 @@ def plot_complexity_curve(curve: pd.DataFrame):
 
 def plot_margin_sum_shares(shares: pd.DataFrame, variant: str = DEFAULT_VARIANT):
     """Each class's share of Σ_k a_k/γ_k² (``margin_sum_shares``), largest first, classes named along
-    x: a panel per dataset and method (``variant`` only), bars in the method's colour, the dashed line
-    the share 1/K of equal classes. Returns the matplotlib figure."""
+    x in one order in every panel (the first method's, largest share first): a panel per dataset and
+    method (``variant`` only), bars in the method's colour, the dashed line the share 1/K of equal
+    classes. Returns the matplotlib figure."""
     import matplotlib.pyplot as plt
 
     data = shares[shares["variant"] == variant]
@@ -363,10 +406,13 @@ def plot_margin_sum_shares(shares: pd.DataFrame, variant: str = DEFAULT_VARIANT)
         if part.empty:
             ax.text(0.5, 0.5, "no runs", ha="center", va="center", transform=ax.transAxes)
             continue
+        first = data[data["dataset"] == dataset]  # one class order in every panel: the first method's
+        order = list(first[first["method"] == first["method"].iloc[0]]["class"])
+        part = part.set_index("class").reindex([c for c in order if c in set(part["class"])]).reset_index()
         ax.bar(range(len(part)), 100 * part["share"], color=method_colour(method))
         ax.axhline(100 / len(part), color="black", linestyle="--", linewidth=0.8, label="equal share 1/K")
         class_axis(ax, list(part["class_name"]))
-        ax.set(title=f"{dataset}: {method}", xlabel="class (largest share first)",
+        ax.set(title=f"{dataset}: {method}", xlabel=f"class (largest share of {data['method'].iloc[0]} first)",
                ylabel=r"share of $\Sigma_k\,a_k/\gamma_k^2$ (%)")
         ax.legend(frameon=False, fontsize=8)
     fig.tight_layout()

@@ -11,6 +11,7 @@ from pathlib import Path
 import markdown
 
 from ..common.io import save_text
+from .plotting import FIGURE_DPI
 
 #: characters of a name from a config, a CSV or a class that would be markup in the report: HTML
 #: (``<script>``, ``&``), a Markdown link or code span (``[``, ``]``, backtick), a table cell (``|``)
@@ -47,13 +48,32 @@ def code_block(text: str, language: str = "") -> str:
 
 IMG_SRC = re.compile(r'(<img\b[^>]*?\bsrc=")([^"]+)(")')
 STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;line-height:1.45}"
-         "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px}"
-         "img{max-width:100%}code,pre{background:#f6f6f6}")
+         "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px;"
+         "white-space:nowrap}div.scroll{overflow-x:auto;margin:0.5em 0}"
+         "img{max-width:none}code,pre{background:#f6f6f6}pre{overflow-x:auto}")
+#: CSS pixels per inch: every figure is shown at its size in inches (``save_figure``'s dpi), one scale for all
+CSS_PX_PER_INCH = 96
+TABLE = re.compile(r"<table>.*?</table>", re.S)
+FIGURE_PARAGRAPH = re.compile(r"<p>(<img\b[^>]*>)</p>")
+
+
+def png_width(data: bytes) -> int | None:
+    """The pixel width of a PNG (its IHDR chunk), or None when ``data`` is not one."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 24 or data[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(data[16:20], "big")
+
+
+def scrolling(html: str) -> str:
+    """Every table and every figure in a horizontally scrolling box: wide tables scroll instead of
+    wrapping their numbers over lines, wide figures instead of shrinking to another scale."""
+    html = TABLE.sub(lambda m: f'<div class="scroll">{m.group(0)}</div>', html)
+    return FIGURE_PARAGRAPH.sub(lambda m: f'<div class="scroll">{m.group(1)}</div>', html)
 
 
 def embed_images(html: str, base: Path) -> str:
     """Every ``<img src="path">`` of the rendered page, ``path`` relative to ``base``, turned into a
-    PNG data URI. Only images that the Markdown links (never text inside a code block, such as the
+    PNG data URI, shown at ``CSS_PX_PER_INCH`` per inch of the figure (the common scale). Only images that the Markdown links (never text inside a code block, such as the
     config's strings) and only files under ``base`` are embedded: a link outside it is an error, as
     is a missing file (a report never silently loses a figure)."""
     root = base.resolve()
@@ -65,15 +85,18 @@ def embed_images(html: str, base: Path) -> str:
             raise ValueError(f"report figure {src} lies outside {base}; only figures under it are embedded")
         if not path.is_file():
             raise FileNotFoundError(f"report figure {path} is missing")
-        data = base64.b64encode(path.read_bytes()).decode()
-        return f"{match.group(1)}data:image/png;base64,{data}{match.group(3)}"
+        raw = path.read_bytes()
+        width = png_width(raw)
+        size = f' width="{round(width * CSS_PX_PER_INCH / FIGURE_DPI)}"' if width else ""
+        data = base64.b64encode(raw).decode()
+        return f"{match.group(1)}data:image/png;base64,{data}{match.group(3)}{size}"
 
     return IMG_SRC.sub(inline, html)
 
 
 def report_html(text: str, base: Path, title: str = "MR² replication report") -> str:
     """The Markdown report ``text`` (figure links relative to ``base``) as a standalone HTML page."""
-    body = embed_images(markdown.markdown(text, extensions=["tables", "fenced_code"]), base)
+    body = scrolling(embed_images(markdown.markdown(text, extensions=["tables", "fenced_code"]), base))
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>"
             f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n")
 

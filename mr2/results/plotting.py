@@ -32,24 +32,44 @@ METHOD_COLOURS = {
 }
 FALLBACK_COLOURS = sns.color_palette("tab20b", 20).as_hex()
 #: how a method is named in a figure (its config name where not listed)
-METHOD_NAMES = {
-    "erm": "ERM", "mr2": "MR²", "mr2_uniform": "MR² uniform", "mr2_no_rep": "MR² no rep.", "mr2_release": "MR² release",
-    "focal": "Focal", "ldam": "LDAM", "logit_adjust": "Logit adj.", "eql": "EQL", "supcon": "SupCon",
-    "center": "Center", "dro": "DRO", "fairdro": "FairDRO", "jtt": "JTT", "lff": "LfF",
-}
 #: the paper's symbols (matplotlib mathtext) for the names of statistics and options in the tables
 MATH_SYMBOLS = {
     "gamma": r"$\gamma_k$", "a": r"$a_k$", "mean_sq_norm": r"$\|\hat{\mu}_k\|^2$", "spread": r"$\|\hat{s}_k\|^2$",
     "a_p3": r"$a_k$ ($L_3$)", "a_p5": r"$a_k$ ($L_5$)", "c_bar": r"$\bar{c}$", "lam": r"$\lambda$", "p": r"$p$",
 }
+#: how a method is named in figures and sentences meant for reading (its code name otherwise)
+DISPLAY_NAMES = {
+    "erm": "ERM", "mr2": "MR²", "mr2_uniform": "MR² uniform γ", "mr2_no_rep": "MR² λ = 0",
+    "mr2_release": "MR² (release loss)", "focal": "Focal", "ldam": "LDAM", "logit_adjust": "Logit adj.",
+    "eql": "EQL", "supcon": "SupCon", "center": "Center", "dro": "DRO", "fairdro": "FairDRO", "jtt": "JTT",
+    "lff": "LfF",
+}
 PANEL_SIZE = (4.5, 3.6)
+FIGURE_DPI = 150  # every PNG: the report's page shows them all at one scale (``mr2.results.html``)
 CLASS_WIDTH = 0.18  # inches per class on a class-name axis
 ANNOTATE_MAX = 20  # name the points of a scatter of classes up to this many classes
+
+
+#: the same symbols as plain Unicode (titles that also hold other text)
+PLAIN_SYMBOLS = {"gamma": "γ_k", "a": "a_k", "mean_sq_norm": "‖μ̂_k‖²", "spread": "‖ŝ_k‖² (spread)", "c_bar": "c̄",
+                 "lam": "λ", "a_p3": "a_k (L3)", "a_p5": "a_k (L5)"}
+
+
+def plain_symbol(name: str) -> str:
+    """The paper's symbol as Unicode (``spread`` -> ‖ŝ_k‖² (spread)); the name itself otherwise."""
+    return PLAIN_SYMBOLS.get(name, name)
 
 
 def symbol(name: str) -> str:
     """The paper's symbol of a table's statistic or option (``gamma`` -> γ_k); the name itself otherwise."""
     return MATH_SYMBOLS.get(name, name)
+
+
+def display_name(method: str, variant: str = DEFAULT_VARIANT) -> str:
+    """``MR²`` for mr2, ``MR² uniform γ``, ``MR² λ = 0``, ``MR² (c_bar=0.5)`` for a variant; a method
+    without a display name keeps its code name (``focal``)."""
+    name = DISPLAY_NAMES.get(method, method)
+    return name if variant == DEFAULT_VARIANT else f"{name} ({variant})"
 
 
 def method_colour(method: str, variant: str = DEFAULT_VARIANT) -> str:
@@ -58,11 +78,6 @@ def method_colour(method: str, variant: str = DEFAULT_VARIANT) -> str:
         return METHOD_COLOURS[method]
     key = method if variant == DEFAULT_VARIANT else run_label(method, variant)
     return FALLBACK_COLOURS[zlib.crc32(key.encode()) % len(FALLBACK_COLOURS)]
-
-
-def method_name(method: str) -> str:
-    """The display name of a method in a figure (``METHOD_NAMES``, else its config name)."""
-    return METHOD_NAMES.get(method, method)
 
 
 def method_palette(frame) -> dict[str, str]:
@@ -84,7 +99,7 @@ def literal_where_math_fails(fig: plt.Figure) -> None:
                 text.set_parse_math(False)
 
 
-def save_figure(fig: plt.Figure, stem: str | Path, dpi: int = 150) -> list[Path]:
+def save_figure(fig: plt.Figure, stem: str | Path, dpi: int = FIGURE_DPI) -> list[Path]:
     """Write ``fig`` as ``<stem>.png`` and ``<stem>.pdf`` (each atomically, cropped to what is drawn,
     legends outside the axes included) and close it; returns the two paths. Texts whose math-text
     does not parse are drawn literally (``literal_where_math_fails``)."""
@@ -123,7 +138,7 @@ def class_axis(ax: plt.Axes, names: Sequence[str], groups: Sequence[str] | None 
     for i in range(1, len(groups) + 1):
         if i == len(groups) or groups[i] != groups[start]:
             colour = GROUP_COLOURS.get(groups[start], "grey")
-            ax.axvspan(start - 0.5, i - 0.5, color=colour, alpha=0.12, linewidth=0)
+            ax.axvspan(start - 0.5, i - 0.5, color=colour, alpha=0.12, linewidth=0, zorder=0)
             ax.text((start + i - 1) / 2, 1.0, groups[start], transform=ax.get_xaxis_transform(), ha="center",
                     va="bottom", fontsize=8, color=colour)
             start = i
@@ -134,13 +149,46 @@ def class_axis_width(k: int) -> float:
     return max(PANEL_SIZE[0], CLASS_WIDTH * k + 1.2)
 
 
-def name_points(ax: plt.Axes, x, y, names: Sequence[str]) -> None:
-    """Write each class's name beside its point, when there are at most ``ANNOTATE_MAX``."""
-    if len(names) > ANNOTATE_MAX:
+def name_points(ax: plt.Axes, x, y, names: Sequence[str]) -> list:
+    """Write each class's name beside its point, when there are at most ``ANNOTATE_MAX``, moved apart
+    by adjustText so that no two names and no name and point overlap (a thin line joins a moved name
+    to its point). Returns the texts."""
+    if len(names) > ANNOTATE_MAX or not len(names):
+        return []
+    from adjustText import adjust_text
+
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    texts = [ax.text(xi, yi, str(name), fontsize=7, parse_math=False) for xi, yi, name in zip(x, y, names)]
+    ax.figure.canvas.draw()  # the layout adjustText measures
+    adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.4), arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5})
+    return texts
+
+
+def end_labels(ax: plt.Axes, x: float, ys: Sequence[float], names: Sequence[str], colours: Sequence[str],
+               gap: float = 0.05) -> None:
+    """Name lines at their right ends (``x``, ``ys``): labels in the lines' ``colours``, moved apart
+    vertically so that neighbours are at least ``gap`` of the axis height apart (none overlaps),
+    joined to their line ends when moved; with more than ``ANNOTATE_MAX`` lines none is named."""
+    if not len(names) or len(names) > ANNOTATE_MAX:
         return
-    for xi, yi, name in zip(x, y, names):
-        ax.annotate(str(name), (xi, yi), xytext=(3, 2), textcoords="offset points", fontsize=6, alpha=0.8,
-                    parse_math=False)
+    ys = np.asarray(ys, dtype=float)
+    lo, hi = ax.get_ylim()
+    lo, hi = min(lo, ys.min()), max(hi, ys.max())
+    step = gap * (hi - lo)
+    order = np.argsort(ys)
+    placed = ys[order].copy()
+    for i in range(1, len(placed)):  # push up what is too close to the label below it
+        placed[i] = max(placed[i], placed[i - 1] + step)
+    placed -= max(0.0, placed[-1] - max(hi, ys.max()))  # then back down into the axes, keeping the gaps
+    for i in range(len(placed) - 2, -1, -1):
+        placed[i] = min(placed[i], placed[i + 1] - step)
+    x0 = ax.get_xlim()[0]
+    pad = 0.04 * (x - x0) + 0.05
+    for y_line, y_text, k in zip(ys[order], placed, order):
+        ax.annotate(str(names[k]), (x, y_line), xytext=(x + pad, y_text), textcoords="data", fontsize=7, color=colours[k],
+                    va="center", parse_math=False, ha="left", annotation_clip=False,
+                    arrowprops={"arrowstyle": "-", "color": "0.7", "lw": 0.4, "shrinkA": 0, "shrinkB": 0})
+    ax.set_xlim(x0, x + 0.3 * (x - x0) + 0.4)  # room for the names
 
 
 def value_ticks(axis, values: Sequence[float] | None = None) -> None:

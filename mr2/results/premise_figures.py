@@ -17,6 +17,10 @@ from .premise_text import format_rho, is_exploratory, label, lookup
 from .statistics import LEVEL
 
 
+#: the two parts of a_k: neutral greys (no method's or group's colour)
+PART_COLOURS = {"mean_sq_norm": "0.45", "spread": "0.78"}
+
+
 def plot_decomposition(summary: pd.DataFrame, stem: str | Path, reference: str = "erm",
                        methods: Sequence[str] = ("erm", "mr2"), p: int = 2) -> list[Path]:
     """‖μ̂_k‖² and ‖ŝ_k‖² (stacked; their sum is a_k, error bar = sd of a_k over seeds) of the
@@ -37,9 +41,11 @@ def plot_decomposition(summary: pd.DataFrame, stem: str | Path, reference: str =
             part = data[(data["dataset"] == dataset) & (data["method"] == method)]
             part = part.sort_values(["erm_accuracy", "class"], kind="stable")
             pos = np.arange(len(part))
-            ax.bar(pos, part["mean_sq_norm"], color="tab:blue", label=f"{symbol('mean_sq_norm')} (mean's norm)")
-            ax.bar(pos, part["spread"], bottom=part["mean_sq_norm"], color="tab:orange",
-                   label=f"{symbol('spread')} (spread)")
+            # the parts of a_k in neutral colours that mean no method and no group
+            ax.bar(pos, part["mean_sq_norm"], color=PART_COLOURS["mean_sq_norm"],
+                   label=f"{symbol('mean_sq_norm')} (mean's norm)")
+            ax.bar(pos, part["spread"], bottom=part["mean_sq_norm"], color=PART_COLOURS["spread"], hatch="///",
+                   edgecolor="white", linewidth=0, label=f"{symbol('spread')} (spread)")
             if part["a_sd"].notna().any():
                 ax.errorbar(pos, part["a"], yerr=part["a_sd"], fmt="none", ecolor="black", elinewidth=0.6, capsize=1.5)
             class_axis(ax, list(part["class_name"]), list(part["group"].fillna("?")))

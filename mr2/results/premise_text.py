@@ -14,7 +14,7 @@ from ..common.runs import DEFAULT_VARIANT, run_label
 from .html import escape_frame, escape_text
 from .plotting import caption
 from .premise_tables import EQUAL_CV, EXPLORATORY_OPTIONS, FIGURE_NAMES, NORMS, PARTS, SYMBOLS, read_analysis
-from .statistics import LEVEL
+from .statistics import LEVEL, correlation_verdict
 
 
 def is_exploratory(variant: str) -> bool:
@@ -55,15 +55,12 @@ def format_rho(row: dict[str, Any] | None, level: float = LEVEL) -> str:
 
 
 def link_verdict(row: dict[str, Any] | None) -> str:
-    """'holds' (interval above 0), 'reversed' (below 0), 'not shown' (contains 0), or
-    'undetermined' (no interval: fewer than 2 seeds, or ρ undefined)."""
+    """The word a link's seed interval earns (``mr2.results.statistics.correlation_verdict``): 'holds',
+    'reversed', 'not shown', 'uninformative' (as wide as [−1, +1]) or 'undetermined' (no interval:
+    fewer than 2 seeds, or ρ undefined)."""
     if row is None or not row["n_defined"] or pd.isna(row["rho_lo"]):
         return "undetermined"
-    if row["rho_lo"] > 0:
-        return "holds"
-    if row["rho_hi"] < 0:
-        return "reversed"
-    return "not shown"
+    return correlation_verdict(row["rho_lo"], row["rho_hi"])
 
 
 def _share_sentence(dec: pd.DataFrame, dataset: str, method: str) -> str | None:
@@ -142,7 +139,7 @@ def premise_findings(analysis: dict[str, pd.DataFrame], reference: str = "erm", 
                          + ("Every link holds on this dataset." if not broken else
                             f"The chain is not established on this dataset: link{'s' if len(broken) > 1 else ''} "
                             + " and ".join([", ".join(broken[:-1]), broken[-1]] if len(broken) > 1 else broken)
-                            + (" does" if len(broken) == 1 else " do") + " not hold."))
+                            + (" is" if len(broken) == 1 else " are") + " not shown to hold."))
         variants = [v for v in summary.loc[(summary["dataset"] == dataset) & (summary["method"] == method), "variant"].unique()
                     if is_exploratory(v)]
         for variant in variants:
@@ -168,8 +165,9 @@ def premise_section(analysis_dir: str | Path, report_out: str | Path, captions: 
         "(2) Corollary 1 then gives them larger margins γ_k; (3) larger margins improve them. Each link is "
         f"measured by Spearman's ρ across classes, per seed, summarised as the mean with a {percent(level)} t-interval "
         f"over seeds. Difficulty is {reference.upper()}'s per-class test error (mean over seeds). A link "
-        "**holds** when the interval lies above 0, is **reversed** below 0, **not shown** when it contains 0, and "
-        "**undetermined** without an interval. Variants marked *exploratory* are ours, not the paper's: "
+        "**holds** when the interval lies above 0, is **reversed** below 0, **not shown** when it contains 0 "
+        "(**uninformative** when it is as wide as [−1, +1], as two seeds often give), and **undetermined** without "
+        "an interval. Variants marked *exploratory* are ours, not the paper's: "
         "`statistic=spread` sets γ from ‖ŝ_k‖² alone, `p=3`/`p=5` from L_p statistics of the unnormalised "
         "features; both keep Corollary 1's cube-root rule and mean c̄. All numbers: `results/analysis/`.",
         "",

@@ -16,12 +16,13 @@ import yaml
 
 from ..common.io import save_text
 from ..common.runs import DEFAULT_VARIANT
+from .figures import available_figures, class_changes, missing_lines
 from .groups import held_out_group_accuracy
 from .html import code_block, escape_frame, escape_text, write_report_html
-from .plotting import caption
+from .plotting import caption, display_name
 from .premise_text import premise_section
 from .regimes import regime_section
-from .statistics import EFFECT_OF_INTEREST, UNDERPOWERED, comparison_word
+from .statistics import EFFECT_OF_INTEREST, UNDERPOWERED, comparison_word, one_of_many, verdict
 from .tables import ABLATIONS, comparisons_table, paired, per_run_metrics
 from .verdicts import settings_table, verdict_markdown, verdict_table
 
@@ -197,21 +198,100 @@ def mr2_against(per_run: pd.DataFrame, dataset: str, baseline: str,
                                             for m, d in res.items()) + ".")
 
 
+#: the symbols of the method options a report states (plain text, no TeX)
+OPTION_SYMBOLS = {"c_bar": "c̄", "lam": "λ", "p": "p", "momentum": "β (momentum of the statistics)", "beta": "β"}
+OPTION_PREFIX = "config.method.options."
+#: the figure that leads the report (the claim) and the one right after the findings (the premise)
+LEAD_FIGURE, PREMISE_FIGURE = "claim_forest", "accuracy_vs_variability"
+
+
+def method_options_line(runs: pd.DataFrame) -> str | None:
+    """The method options the default runs used, read from each run's resolved config (the runs
+    table's ``config.method.options.*``): ``MR²: c̄ = 1, λ = 0.1, p = 2, β = 0.99; ...``. Options
+    of ``OPTION_SYMBOLS`` first; several values of one option (they differ between datasets) are
+    all listed. None when the runs table holds no options."""
+    columns = [c for c in runs.columns if c.startswith(OPTION_PREFIX)]
+    default = runs[runs["variant"] == DEFAULT_VARIANT] if "variant" in runs else runs
+    if not columns or default.empty:
+        return None
+    names = sorted((c[len(OPTION_PREFIX):] for c in columns),
+                   key=lambda o: (list(OPTION_SYMBOLS).index(o) if o in OPTION_SYMBOLS else len(OPTION_SYMBOLS), o))
+    parts = []
+    for method, rows in default.groupby("method", sort=False):
+        opts = []
+        for option in names:
+            values = list(dict.fromkeys(v for v in rows[OPTION_PREFIX + option] if not pd.isna(v)))
+            if values:
+                opts.append(f"{OPTION_SYMBOLS.get(option, option)} = {', '.join(_option_value(v) for v in values)}")
+        if opts:
+            parts.append(f"{display_name(method)}: {', '.join(opts)}")
+    return ("Method options as run (each run's resolved config): " + "; ".join(parts) + ".") if parts else None
+
+
+def _option_value(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def class_findings(per_class: pd.DataFrame, reference: str = "erm", method: str = "mr2") -> list[str]:
+    """Per dataset, how many classes' paired intervals (``mr2.results.figures.class_changes``) exclude
+    0 for ``method``; a few of many are flagged as one of many comparisons
+    (``mr2.results.statistics.one_of_many``)."""
+    changes = class_changes(per_class, reference, [method])
+    lines = []
+    for dataset, part in changes.groupby("dataset", sort=False):
+        if part["diff_lo"].isna().all():
+            continue
+        v = [verdict(d, lo, hi) for d, lo, hi in zip(part["diff"], part["diff_lo"], part["diff_hi"])]
+        up = [n for n, x in zip(part["class_name"], v) if x == "higher"]
+        down = [n for n, x in zip(part["class_name"], v) if x == "lower"]
+        warning = one_of_many(len(up) + len(down), len(part))
+        named = "; ".join(x for x in (f"higher: {', '.join(map(str, up))}" if up else "",
+                                      f"lower: {', '.join(map(str, down))}" if down else "") if x)
+        lines.append(f"- `{dataset}`, per class ({display_name(method)} against {reference.upper()}, figure "
+                     f"`change_vs_erm`): {len(up) + len(down)} of {len(part)} classes' intervals exclude 0"
+                     + (f" ({named})" if named else "") + (f" — {warning}." if warning else "."))
+    return lines
+
+
+#: headings of the figures whose name does not read well as one
+FIGURE_TITLES = {"claim_forest": "The claim: each method's paired Δ to the reference",
+                 "accuracy_vs_variability": "The premise: accuracy against a_k and against the spread alone",
+                 "change_vs_erm": "Per-class change over the reference", "per_class_sorted": "Per-class accuracy",
+                 "bound_terms": "Proposition 1, term by term"}
+
+
+def figure_block(name: str, path: str, report_dir: Path) -> list[str]:
+    """A figure's heading, image and caption."""
+    return [f"### {FIGURE_TITLES.get(name, name.replace('_', ' ').capitalize())}", "", f"![{name}]({path})", "", caption(report_dir, name), ""]
+
+
 def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict[str, str], out: str | Path,
                  report_dir: str | Path, config: dict[str, Any], reference: str = "erm",
                  sections: Sequence[str] = (), analysis: str | Path | None = None,
-                 html_out: str | Path | None = None, effect_of_interest: float = EFFECT_OF_INTEREST) -> str:
+                 html_out: str | Path | None = None, effect_of_interest: float = EFFECT_OF_INTEREST,
+                 method: str = "mr2", sweep_method: str = "mr2") -> str:
     """Assemble results/report.md; ``figures`` maps a figure name to its PNG path relative to ``out``;
-    ``sections`` are Markdown sections written by other steps (e.g. the theory step's), placed
-    before the figures; the "Training regime" section follows the findings when a data name is run
-    in several regimes (``mr2.results.regimes``); ``analysis`` (the folder of
-    ``mr2.analysis.write_analysis``) adds the "Does the premise hold?" section after them. The
-    report opens with the verdict on each part of the paper's claim (``mr2.results.verdicts``). Every
-    name from the tables (datasets, methods, variants, classes) is ``escape_text``-ed, and the config
-    is shown in a code block no string of it can close: no markup of a config or a CSV is live."""
+    ``sections`` are Markdown sections written by other steps (e.g. the theory step's).
+
+    The report opens with the verdict on each part of the paper's claim (``mr2.results.verdicts``)
+    and shows only what the run holds: a figure whose comparison the tables lack
+    (``mr2.results.figures.available_figures``) is left out, with one line naming the config that
+    runs it (section "Not in this run"). Order: the verdict, the results table, the findings led by
+    the claim's figure (``claim_forest``), the premise's picture (``accuracy_vs_variability``) right
+    after them, the "Training regime" section when a data name is run in several regimes
+    (``mr2.results.regimes``), "Does the premise hold?" from ``analysis`` (the folder of
+    ``mr2.analysis.write_analysis``), the other steps' ``sections``, the other figures, the config.
+    Every name from the tables (datasets, methods, variants, classes) is ``escape_text``-ed, and the
+    config is shown in a code block no string of it can close: no markup of a config or a CSV is live.
+    """
     per_class, runs, groups = (escape_frame(tables[name]) for name in ("per_class", "runs", "groups"))
     reference = escape_text(reference)
     report_dir = Path(report_dir)
+    available = available_figures(tables, groups, reference, sweep_method, method)
+    shown = {name: path for name, path in figures.items() if available.get(name, True)}
+    lead = figure_block(LEAD_FIGURE, shown.pop(LEAD_FIGURE), report_dir) if LEAD_FIGURE in shown else []
+    premise = figure_block(PREMISE_FIGURE, shown.pop(PREMISE_FIGURE), report_dir) if PREMISE_FIGURE in shown else []
+    options = method_options_line(runs)
     n_runs = len(runs)
     text = [
         "# MR² replication report",
@@ -221,6 +301,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "Each run's resolved config is `config.yaml` in its run folder (`results/runs/<dataset>/<method>/"
         "<variant>/seed<k>/`); the tidy tables are in `results/tables/`.",
         "",
+        *([options, ""] if options else []),
         "Easy/medium/hard: thirds of the classes ranked by the reference method's per-class test accuracy "
         f"(`{reference}`, mean over seeds) — our reading of the paper, whose rule is unpublished; classes "
         "without test samples are in no group. Ranking and comparing on the same reference runs favours a "
@@ -241,19 +322,25 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "",
         "## What we find",
         "",
+        *lead,
         *findings(per_class, runs, groups, reference, effect_of_interest),
+        *class_findings(per_class, reference, method),
+        "",
+        *premise,
         *regime_section(per_class, runs, groups, reference),
         *(premise_section(analysis, out, report_dir, reference) if analysis else []),
         *[f"{section.strip()}\n" for section in sections],
-        "## Figures",
-        "",
     ]
-    for name, path in figures.items():
-        text += [f"### {name.replace('_', ' ').capitalize()}", "", f"![{name}]({path})", "", caption(report_dir, name), ""]
+    if shown:
+        text += ["## More figures", ""]
+        for name, path in shown.items():
+            text += figure_block(name, path, report_dir)
+    missing = missing_lines(available, reference, method)
+    if missing:
+        text += ["## Not in this run", "", *[f"- {line}" for line in missing], ""]
     text += ["## Configuration", "", code_block(yaml.safe_dump(config, sort_keys=False).strip(), "yaml"), ""]
     body = "\n".join(text)
     save_text(body, out)
     if html_out is not None:
         write_report_html(body, Path(out).parent, html_out)
     return body
-

@@ -1,10 +1,13 @@
-"""The statistics of the results layer: t-intervals over seeds, the power of a paired comparison and
-rank correlations across classes.
+"""The statistics of the results layer: t-intervals over seeds, the power of a paired comparison,
+rank correlations across classes, and the words a finding earns from its interval.
 
 One t-interval for the whole project (``t_interval``): the paired differences of the results table
-and the seed intervals of the premise analysis both use it. One word per paired comparison
-(``comparison_word``): higher / lower / no clear difference / underpowered, the last when the
-comparison could not have detected an effect of interest (``minimum_detectable_effect``).
+and the seed intervals of the premise analysis both use it. Every table, sentence and figure words
+its comparisons with ``comparison_word`` (a paired difference: higher / lower / no clear difference /
+underpowered, the last when the comparison could not have detected an effect of interest,
+``minimum_detectable_effect``), ``correlation_verdict`` (a correlation: "not shown" when its interval
+contains 0, "uninformative" when it is as wide as [−1, +1]) and ``one_of_many`` (a few significant
+classes among many comparisons).
 """
 
 from __future__ import annotations
@@ -160,3 +163,42 @@ def seed_interval(values: Iterable[float], level: float = LEVEL) -> dict[str, fl
     if iv["n"] >= 2:
         iv["lo"], iv["hi"] = max(-1.0, iv["lo"]), min(1.0, iv["hi"])
     return iv
+
+
+# ----------------------------------------------------------------------------- the words a finding earns
+#: a correlation's interval at least this wide (of the 2 that [−1, +1] spans) says nothing
+UNINFORMATIVE_WIDTH = 1.9
+
+
+def correlation_verdict(lo: float, hi: float) -> str:
+    """The word a correlation's interval [lo, hi] earns: 'holds' (lo > 0), 'reversed' (hi < 0),
+    'uninformative' (contains 0 and hi − lo ≥ ``UNINFORMATIVE_WIDTH``: about [−1, +1], which any
+    two seeds of noise give), 'not shown' (contains 0 otherwise: never "does not hold", an interval
+    containing 0 shows no link either way), 'undetermined' (no interval)."""
+    if any(math.isnan(float(v)) for v in (lo, hi)):
+        return "undetermined"
+    if lo > 0:
+        return "holds"
+    if hi < 0:
+        return "reversed"
+    return "uninformative" if is_uninformative(lo, hi) else "not shown"
+
+
+def is_uninformative(lo: float, hi: float, width: float = UNINFORMATIVE_WIDTH) -> bool:
+    """True when a correlation's interval is as wide as [−1, +1]: hi − lo ≥ ``width``."""
+    return bool(hi - lo >= width)
+
+
+def one_of_many(n_significant: int, n_comparisons: int, level: float = LEVEL) -> str | None:
+    """A warning when few of ``n_comparisons`` intervals (one per class, say) exclude 0: at the level
+    ``level`` about (1 − level)·n of them do so by chance alone, so ``n_significant`` ≤ that count
+    (at least 1) is "one of many comparisons", not a finding. None otherwise (none or more)."""
+    if n_comparisons < 2 or n_significant == 0:
+        return None
+    expected = (1 - level) * n_comparisons
+    if n_significant > max(1.0, expected):
+        return None
+    which = "1 interval" if n_significant == 1 else f"{n_significant} intervals"
+    return (f"{which} of {n_comparisons} exclude{'s' if n_significant == 1 else ''} 0, about what "
+            f"{100 * (1 - level):.0f} % of {n_comparisons} comparisons give by chance "
+            f"({expected:.1f} expected): one of many comparisons, not a finding")

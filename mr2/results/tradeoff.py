@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.runs import DEFAULT_VARIANT
-from .plotting import _panels, method_colour, method_name, placeholder, save_figure
+from .plotting import _panels, method_colour, display_name, placeholder, save_figure
 from .tables import comparisons_table
 
 NO_POINTS = "no method shares seeds with the reference on a dataset with easy and hard classes"
@@ -68,7 +68,7 @@ def plot_tradeoff(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd
             colour = method_colour(p["method"])
             ax.errorbar(p["easy_diff"], p["hard_diff"], xerr=_bar(p, "easy"), yerr=_bar(p, "hard"), fmt="o",
                         color=colour, ecolor=colour, elinewidth=1, capsize=3, markersize=6,
-                        label=method_name(p["method"]))
+                        label=display_name(p["method"]))
         ax.axhline(0, color="grey", lw=0.8, zorder=0)
         ax.axvline(0, color="grey", lw=0.8, zorder=0)
         ax.margins(0.15)
@@ -79,7 +79,7 @@ def plot_tradeoff(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd
         ax.set_ylim(min(y0, 0), max(y1, 0))
         n = here["n_paired"].max()
         ax.set_title(f"{dataset} ({int(n)} paired seed{'s' if n != 1 else ''})", fontsize=10)
-        ax.set_xlabel(f"Δ easy classes vs {method_name(reference)} (points)")
-        ax.set_ylabel(f"Δ hard classes vs {method_name(reference)} (points)")
+        ax.set_xlabel(f"Δ easy classes vs {display_name(reference)} (points)")
+        ax.set_ylabel(f"Δ hard classes vs {display_name(reference)} (points)")
     axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="method", fontsize=8)
     return save_figure(fig, stem)

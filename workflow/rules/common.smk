@@ -45,6 +45,7 @@ THEORY_FIGURE = "bound_terms"  # written by the theory step into FIGURES, beside
 PIPELINE_CONFIG = "results/pipeline_config.json"
 GPU_LOCKS = "results/.gpu_locks"
 FIGURE_NAMES = [
+    "claim_forest",
     "per_class_sorted",
     "accuracy_vs_variability",
     "group_accuracy",

@@ -9,6 +9,15 @@ localrules:
     report,
 
 
+def figure_names():
+    """The figures this config has data for (`mr2 figures` draws no placeholder): no sweeps figure
+    without a sweep, no regimes figure unless one data name is run under two dataset keys."""
+    data_names = [b.get("data", {}).get("name", k) for k, b in config["datasets"].items()]
+    skip = {"sweeps"} if not sweep_variants() else set()
+    skip |= {"regimes"} if len(set(data_names)) == len(data_names) else set()
+    return [n for n in FIGURE_NAMES if n not in skip]
+
+
 rule aggregate:
     """All runs -> tidy tables (a row per run and class, per run, per epoch) and the groups."""
     input:
@@ -55,21 +64,23 @@ rule figures:
     input:
         expand(f"{TABLES}/{{name}}.csv", name=TABLE_NAMES),
     output:
-        png=[report(f"{FIGURES}/{n}.png", caption=f"../report/{n}.rst", category="Figures") for n in FIGURE_NAMES],
-        pdf=[f"{FIGURES}/{n}.pdf" for n in FIGURE_NAMES],
+        png=[report(f"{FIGURES}/{n}.png", caption=f"../report/{n}.rst", category="Figures") for n in figure_names()],
+        pdf=[f"{FIGURES}/{n}.pdf" for n in figure_names()],
     params:
         reference=REFERENCE,
         sweep_method=SWEEP_METHOD,
         method=MR2_METHOD,
         tables=lambda wildcards, input: folder_of(input[0]),
         out=lambda wildcards, output: folder_of(output.png[0]),
+        names=figure_names(),
     log:
         f"{LOGS}/figures.log",
     conda:
         ENV_RESULTS
     shell:
         "python -m mr2 figures --tables {params.tables:q} --reference {params.reference:q}"
-        " --sweep-method {params.sweep_method:q} --method {params.method:q} --out {params.out:q} > {log:q} 2>&1"
+        " --sweep-method {params.sweep_method:q} --method {params.method:q} --names {params.names:q}"
+        " --out {params.out:q} > {log:q} 2>&1"
 
 
 rule report:
