@@ -56,6 +56,18 @@ def test_objective_strictly_convex(k):
     assert hessian_positive_definite(k)
 
 
+@pytest.mark.parametrize("extra, why", [
+    (lambda a, g: g[0] * g[1], "a coupling term: off-diagonal Hessian entries"),
+    (lambda a, g: -4 * a[0] / g[0] ** 2, "a concave term: a negative diagonal entry"),
+])
+def test_the_convexity_check_fails_on_other_objectives(extra, why, monkeypatch):
+    import theory.corollary as corollary
+
+    plain = corollary.objective
+    monkeypatch.setattr(corollary, "objective", lambda a, gamma: plain(a, gamma) + extra(a, gamma))
+    assert not corollary.hessian_positive_definite(3), why
+
+
 # ---------------------------------------------------------------- is_optimal: passes and fails
 
 
