@@ -29,6 +29,8 @@ without any positive pair has SupCon = 0.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -76,7 +78,7 @@ class SupConLoss(ClassLoss):
         if isinstance(proj_dim, bool) or not isinstance(proj_dim, int) or proj_dim < 1:
             raise ValueError(f"supcon: proj_dim must be an integer >= 1, got proj_dim={proj_dim!r}")
         if base_temperature is not None and (isinstance(base_temperature, bool) or not isinstance(base_temperature, (int, float))
-                                             or not base_temperature > 0 or base_temperature == float("inf")):
+                                             or not 0 < base_temperature < math.inf):
             raise ValueError(f"supcon: base_temperature must be a number > 0 or unset, got base_temperature={base_temperature!r}")
         self.weight, self.temperature = float(weight), float(temperature)
         #: τ / base_temperature, the authors' factor on the SupCon term (1 when unset)
