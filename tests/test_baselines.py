@@ -151,7 +151,26 @@ def test_logit_adjust_adds_tau_log_prior_on_imbalanced_counts(gen):
     assert not torch.allclose(out.total, F.cross_entropy(z, y))
 
 
+def test_logit_adjust_reports_the_log_priors_and_its_cross_entropy(gen):
+    counts = torch.tensor([70.0, 20.0, 10.0])
+    loss = build_loss("logit_adjust", 3, 2, class_counts=counts)
+    assert torch.allclose(loss.class_summary()["log_prior"], torch.tensor([0.7, 0.2, 0.1]).log())  # a distribution
+    z, y = torch.randn(8, 3, generator=gen), torch.randint(0, 3, (8,), generator=gen)
+    out = loss(z, torch.zeros(8, 2), y)
+    assert set(out.parts) == {"ce"} and torch.equal(out.parts["ce"], out.total.detach())
+
+
 # ---------------------------------------------------------------- EQL
+
+def test_eql_tail_is_strictly_rarer_than_lambda_and_lambda_spans_zero_to_one():
+    counts = torch.tensor([1.0, 199.0])  # f_0 = 0.005 exactly: not rarer than λ = 0.005
+    assert build_loss("eql", 2, 2, class_counts=counts).tail.tolist() == [False, False]
+    assert build_loss("eql", 2, 2, class_counts=counts, lam=0.0051).tail.tolist() == [True, False]
+    assert not build_loss("eql", 2, 2, class_counts=counts, lam=0.0).tail.any()  # λ = 0: no tail, ERM
+    assert build_loss("eql", 2, 2, class_counts=counts, lam=1.0).tail.all()  # λ = 1: every class
+    z, y = torch.randn(4, 2), torch.tensor([0, 1, 1, 0])
+    assert set(build_loss("eql", 2, 2, class_counts=counts)(z, torch.zeros(4, 2), y).parts) == {"eql"}
+
 
 def test_eql_is_erm_on_balanced_data_when_no_class_is_rare(gen):
     z, y = torch.randn(16, 10, generator=gen), torch.randint(0, 10, (16,), generator=gen)
