@@ -619,6 +619,51 @@ def test_each_loss_trains_a_linear_model_on_digits(method, digits, one_thread):
     assert acc > 0.5, acc
 
 
+# ---------------------------------------------------------------- what each loss reports
+
+#: the parts a loss reports (written to epochs.csv as ``train_<part>``) and how they relate to its total
+PARTS = {"erm": {"ce"}, "jtt": {"ce"}, "logit_adjust": {"ce"}, "focal": {"focal"}, "ldam": {"ldam"}, "eql": {"eql"},
+         "mr2": {"ce", "rep"}, "mr2_uniform": {"ce", "rep"}, "mr2_no_rep": {"ce", "rep"}, "mr2_release": {"ce", "rep"},
+         "supcon": {"ce", "supcon"}, "center": {"ce", "center"}, "dro": {"ce", "robust"}, "fairdro": {"ce", "robust"}}
+
+
+@pytest.mark.parametrize("method", sorted(PARTS))
+def test_each_loss_reports_its_named_parts(method, gen):
+    assert set(PARTS) == set(ALL)
+    loss = make(method, 3, 4, balanced=False)
+    y = torch.tensor([0, 1, 2, 0, 1, 2])
+    z, f = torch.randn(6, 3, generator=gen), torch.randn(6, 4, generator=gen)
+    out = loss(z, f, y)
+    assert set(out.parts) == PARTS[method]
+    if len(PARTS[method]) == 1:  # a single term is the total
+        assert torch.equal(next(iter(out.parts.values())), out.total.detach())
+    if "ce" in PARTS[method] and method not in ("erm", "jtt", "logit_adjust", "mr2", "mr2_uniform", "mr2_no_rep", "mr2_release"):
+        assert torch.allclose(out.parts["ce"], F.cross_entropy(z, y))  # plain CE of the batch, reported alongside
+
+
+def test_fairdro_batch_loss_over_present_classes_and_q_from_seen_classes(gen):
+    """K/|P| Σ_{k∈P} q_k ℓ_k on a batch missing a class and holding one class once; the next q is the
+    best response to the epoch's class means, an unseen class taking the mean loss."""
+    k = 4
+    loss = make("fairdro", k, 2, rho=0.2)
+    loss.on_epoch_start(0)
+    y = torch.tensor([0, 0, 0, 1, 2, 2])  # class 3 unseen all epoch, class 1 seen once
+    z = torch.randn(6, k, generator=gen)
+    loss(z, torch.zeros(6, 2), y)
+    loss.on_epoch_start(1)
+    per = F.cross_entropy(z, y, reduction="none")
+    ell = [per[y == c].mean().item() for c in range(3)]
+    ell.append(sum(ell) / 3)  # unseen: the mean of the seen classes' losses
+    q = chi2_best_response(torch.tensor(ell, dtype=torch.float64), 0.2).float()
+    assert torch.allclose(loss.q, q, atol=1e-6)
+    z2 = torch.randn(6, k, generator=gen)
+    per2 = F.cross_entropy(z2, y, reduction="none")
+    want = k / 3 * sum(q[c] * per2[y == c].mean() for c in range(3))
+    assert torch.allclose(loss(z2, torch.zeros(6, 2), y).total, want, atol=1e-6)
+    one = torch.zeros(3, dtype=torch.long)  # a batch of one class: K q_0 ℓ_0
+    assert torch.allclose(loss(z2[:3], torch.zeros(3, 2), one).total, k * q[0] * F.cross_entropy(z2[:3], one), atol=1e-6)
+
+
 # ---------------------------------------------------------------- the authors' code, transcribed
 # Each reference below is the authors' published formula written out here, line for line in its
 # own terms (their tensor layout and names), on random inputs; the library's loss with the option
@@ -652,6 +697,7 @@ def test_supcon_with_base_temperature_is_the_authors_loss(temperature, base, gen
     z = torch.randn(2 * bsz, k, generator=gen, dtype=torch.float64)
     out = loss(z, f, labels.repeat(2))
     p = loss.project(f)
+    assert torch.allclose(p.norm(dim=1), torch.ones(2 * bsz, dtype=torch.float64))  # rows on the unit sphere
     theirs = authors_supcon(torch.stack([p[:bsz], p[bsz:]], dim=1), labels, temperature, base)
     assert torch.allclose(out.parts["supcon"], theirs, atol=1e-7)
     assert torch.allclose(out.total, F.cross_entropy(z, labels.repeat(2)) + theirs, atol=1e-7)
