@@ -68,7 +68,7 @@ pytest_add_cli_args_test_selection = [$(tests_for "$target")]
 use_git_change_detection = false
 EOF
     echo "== $target: mutating $only in $work (budget ${BUDGET}s, $JOBS children)"
-    (cd "$work" && OMP_NUM_THREADS=1 MPLBACKEND=Agg timeout --signal=INT "$BUDGET" "$MUTMUT" run --max-children "$JOBS" >"$OUT/$name.log" 2>&1) || \
+    (cd "$work" && OMP_NUM_THREADS=1 MPLBACKEND=Agg timeout --signal=INT --kill-after=60 "$BUDGET" "$MUTMUT" run --max-children "$JOBS" >"$OUT/$name.log" 2>&1) || \
         echo "   (stopped at the budget or failed: see $OUT/$name.log)"
     (cd "$work" && "$MUTMUT" results --all true >"$OUT/$name.results" 2>&1) || true
     "$PYTHON" - "$OUT/$name.results" "$target" >"$OUT/$name.score" <<'EOF'
