@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -150,7 +151,26 @@ def test_logit_adjust_adds_tau_log_prior_on_imbalanced_counts(gen):
     assert not torch.allclose(out.total, F.cross_entropy(z, y))
 
 
+def test_logit_adjust_reports_the_log_priors_and_its_cross_entropy(gen):
+    counts = torch.tensor([70.0, 20.0, 10.0])
+    loss = build_loss("logit_adjust", 3, 2, class_counts=counts)
+    assert torch.allclose(loss.class_summary()["log_prior"], torch.tensor([0.7, 0.2, 0.1]).log())  # a distribution
+    z, y = torch.randn(8, 3, generator=gen), torch.randint(0, 3, (8,), generator=gen)
+    out = loss(z, torch.zeros(8, 2), y)
+    assert set(out.parts) == {"ce"} and torch.equal(out.parts["ce"], out.total.detach())
+
+
 # ---------------------------------------------------------------- EQL
+
+def test_eql_tail_is_strictly_rarer_than_lambda_and_lambda_spans_zero_to_one():
+    counts = torch.tensor([1.0, 199.0])  # f_0 = 0.005 exactly: not rarer than λ = 0.005
+    assert build_loss("eql", 2, 2, class_counts=counts).tail.tolist() == [False, False]
+    assert build_loss("eql", 2, 2, class_counts=counts, lam=0.0051).tail.tolist() == [True, False]
+    assert not build_loss("eql", 2, 2, class_counts=counts, lam=0.0).tail.any()  # λ = 0: no tail, ERM
+    assert build_loss("eql", 2, 2, class_counts=counts, lam=1.0).tail.all()  # λ = 1: every class
+    z, y = torch.randn(4, 2), torch.tensor([0, 1, 1, 0])
+    assert set(build_loss("eql", 2, 2, class_counts=counts)(z, torch.zeros(4, 2), y).parts) == {"eql"}
+
 
 def test_eql_is_erm_on_balanced_data_when_no_class_is_rare(gen):
     z, y = torch.randn(16, 10, generator=gen), torch.randint(0, 10, (16,), generator=gen)
@@ -526,6 +546,9 @@ def test_methods_without_counts_ignore_them():
         ("supcon", {"temperature": 0.0}, "temperature"),
         ("supcon", {"proj_dim": 0}, "proj_dim"),
         ("supcon", {"weight": -1.0}, "weight"),
+        ("supcon", {"base_temperature": 0.0}, "base_temperature must be a number > 0"),
+        ("supcon", {"base_temperature": "0.07"}, "base_temperature must be a number > 0"),
+        ("center", {"init": "ones"}, "init must be one of zeros, xavier, randn"),
         ("center", {"lam": -1.0}, "lam"),
         ("center", {"alpha": -1.0}, "alpha"),
         ("dro", {"eta": -0.1}, "eta"),
@@ -594,3 +617,248 @@ def test_each_loss_trains_a_linear_model_on_digits(method, digits, one_thread):
     with torch.no_grad():
         acc = (head(embed(xte)).argmax(1) == yte).float().mean().item()
     assert acc > 0.5, acc
+
+
+# ---------------------------------------------------------------- what each loss reports
+
+#: the parts a loss reports (written to epochs.csv as ``train_<part>``) and how they relate to its total
+PARTS = {"erm": {"ce"}, "jtt": {"ce"}, "logit_adjust": {"ce"}, "focal": {"focal"}, "ldam": {"ldam"}, "eql": {"eql"},
+         "mr2": {"ce", "rep"}, "mr2_uniform": {"ce", "rep"}, "mr2_no_rep": {"ce", "rep"}, "mr2_release": {"ce", "rep"},
+         "supcon": {"ce", "supcon"}, "center": {"ce", "center"}, "dro": {"ce", "robust"}, "fairdro": {"ce", "robust"}}
+
+
+@pytest.mark.parametrize("method", sorted(PARTS))
+def test_each_loss_reports_its_named_parts(method, gen):
+    assert set(PARTS) == set(ALL)
+    loss = make(method, 3, 4, balanced=False)
+    y = torch.tensor([0, 1, 2, 0, 1, 2])
+    z, f = torch.randn(6, 3, generator=gen), torch.randn(6, 4, generator=gen)
+    out = loss(z, f, y)
+    assert set(out.parts) == PARTS[method]
+    if len(PARTS[method]) == 1:  # a single term is the total
+        assert torch.equal(next(iter(out.parts.values())), out.total.detach())
+    if "ce" in PARTS[method] and method not in ("erm", "jtt", "logit_adjust", "mr2", "mr2_uniform", "mr2_no_rep", "mr2_release"):
+        assert torch.allclose(out.parts["ce"], F.cross_entropy(z, y))  # plain CE of the batch, reported alongside
+
+
+def test_fairdro_batch_loss_over_present_classes_and_q_from_seen_classes(gen):
+    """K/|P| Σ_{k∈P} q_k ℓ_k on a batch missing a class and holding one class once; the next q is the
+    best response to the epoch's class means, an unseen class taking the mean loss."""
+    k = 4
+    loss = make("fairdro", k, 2, rho=0.2)
+    loss.on_epoch_start(0)
+    y = torch.tensor([0, 0, 0, 1, 2, 2])  # class 3 unseen all epoch, class 1 seen once
+    z = torch.randn(6, k, generator=gen)
+    loss(z, torch.zeros(6, 2), y)
+    loss.on_epoch_start(1)
+    per = F.cross_entropy(z, y, reduction="none")
+    ell = [per[y == c].mean().item() for c in range(3)]
+    ell.append(sum(ell) / 3)  # unseen: the mean of the seen classes' losses
+    q = chi2_best_response(torch.tensor(ell, dtype=torch.float64), 0.2).float()
+    assert torch.allclose(loss.q, q, atol=1e-6)
+    z2 = torch.randn(6, k, generator=gen)
+    per2 = F.cross_entropy(z2, y, reduction="none")
+    want = k / 3 * sum(q[c] * per2[y == c].mean() for c in range(3))
+    assert torch.allclose(loss(z2, torch.zeros(6, 2), y).total, want, atol=1e-6)
+    one = torch.zeros(3, dtype=torch.long)  # a batch of one class: K q_0 ℓ_0
+    assert torch.allclose(loss(z2[:3], torch.zeros(3, 2), one).total, k * q[0] * F.cross_entropy(z2[:3], one), atol=1e-6)
+
+
+# ---------------------------------------------------------------- the authors' code, transcribed
+# Each reference below is the authors' published formula written out here, line for line in its
+# own terms (their tensor layout and names), on random inputs; the library's loss with the option
+# mapping the docstrings state must give the same number.
+
+def authors_supcon(features: torch.Tensor, labels: torch.Tensor, temperature: float, base_temperature: float) -> torch.Tensor:
+    """HobbitLong/SupContrast losses.py, contrast_mode 'all': features [bsz, n_views, dim]."""
+    batch_size, contrast_count = features.shape[0], features.shape[1]
+    mask = torch.eq(labels.view(-1, 1), labels.view(-1, 1).T).float()
+    contrast_feature = torch.cat(torch.unbind(features, dim=1), dim=0)
+    anchor_feature, anchor_count = contrast_feature, contrast_count
+    anchor_dot_contrast = torch.div(torch.matmul(anchor_feature, contrast_feature.T), temperature)
+    logits_max, _ = torch.max(anchor_dot_contrast, dim=1, keepdim=True)
+    logits = anchor_dot_contrast - logits_max.detach()
+    mask = mask.repeat(anchor_count, contrast_count)
+    logits_mask = torch.scatter(torch.ones_like(mask), 1, torch.arange(batch_size * anchor_count).view(-1, 1), 0)
+    mask = mask * logits_mask
+    exp_logits = torch.exp(logits) * logits_mask
+    log_prob = logits - torch.log(exp_logits.sum(1, keepdim=True) + 1e-9)
+    mean_log_prob_pos = (mask * log_prob).sum(1) / mask.sum(1)
+    loss = -(temperature / base_temperature) * mean_log_prob_pos
+    return loss.view(anchor_count, batch_size).mean()
+
+
+@pytest.mark.parametrize("temperature, base", [(0.1, 0.07), (0.5, 0.5), (0.07, 0.2)])
+def test_supcon_with_base_temperature_is_the_authors_loss(temperature, base, gen):
+    k, d, bsz = 3, 6, 7
+    loss = make("supcon", k, d, temperature=temperature, base_temperature=base).double()
+    labels = torch.randint(0, k, (bsz,), generator=gen)
+    f = torch.randn(2 * bsz, d, generator=gen, dtype=torch.float64)  # rows: view 1, then view 2
+    z = torch.randn(2 * bsz, k, generator=gen, dtype=torch.float64)
+    out = loss(z, f, labels.repeat(2))
+    p = loss.project(f)
+    assert torch.allclose(p.norm(dim=1), torch.ones(2 * bsz, dtype=torch.float64))  # rows on the unit sphere
+    theirs = authors_supcon(torch.stack([p[:bsz], p[bsz:]], dim=1), labels, temperature, base)
+    assert torch.allclose(out.parts["supcon"], theirs, atol=1e-7)
+    assert torch.allclose(out.total, F.cross_entropy(z, labels.repeat(2)) + theirs, atol=1e-7)
+
+
+def test_supcon_default_is_the_paper_formula_without_the_authors_factor(gen):
+    loss = make("supcon", 3, 5, temperature=0.1).double()
+    labels = torch.tensor([0, 1, 2, 0, 1])
+    f = torch.randn(10, 5, generator=gen, dtype=torch.float64)
+    p = loss.project(f)
+    out = loss(torch.randn(10, 3, generator=gen, dtype=torch.float64), f, labels.repeat(2))
+    # the authors' loss with base_temperature = τ carries the factor 1
+    assert torch.allclose(out.parts["supcon"], authors_supcon(torch.stack([p[:5], p[5:]], 1), labels, 0.1, 0.1), atol=1e-7)
+    assert method_options("supcon")["base_temperature"] is None
+
+
+def authors_center_caffe(x: torch.Tensor, label: torch.Tensor, center: torch.Tensor) -> torch.Tensor:
+    """ydwen/caffe-face center_loss_layer Forward: distance = x − c_label; loss = dot / M / 2."""
+    m = x.shape[0]
+    distance = x - center[label]
+    dot = (distance * distance).sum()
+    return dot / m / 2
+
+
+def authors_center_pytorch_port(x: torch.Tensor, labels: torch.Tensor, centers: torch.Tensor) -> torch.Tensor:
+    """KaiyangZhou/pytorch-center-loss: expanded distance matrix, masked by the labels, / batch."""
+    batch_size, num_classes = x.shape[0], centers.shape[0]
+    distmat = (x.pow(2).sum(1, keepdim=True).expand(batch_size, num_classes)
+               + centers.pow(2).sum(1, keepdim=True).expand(num_classes, batch_size).t())
+    distmat = distmat - 2 * x @ centers.t()
+    mask = labels.unsqueeze(1).expand(batch_size, num_classes).eq(torch.arange(num_classes).expand(batch_size, num_classes))
+    return (distmat * mask.float()).clamp(min=1e-12, max=1e12).sum() / batch_size
+
+
+def test_center_term_is_the_authors_and_twice_the_ports(gen):
+    k, d = 4, 5
+    loss = CenterLoss(k, d, lam=1.0, init="randn").double()
+    x = torch.randn(9, d, generator=gen, dtype=torch.float64)
+    y = torch.randint(0, k, (9,), generator=gen)
+    out = loss(torch.zeros(9, k, dtype=torch.float64), x, y)
+    c = loss.centers.detach()
+    assert torch.allclose(out.parts["center"], authors_center_caffe(x, y, c))
+    assert torch.allclose(2 * out.parts["center"], authors_center_pytorch_port(x, y, c))
+
+
+def test_center_initialisations(gen):
+    torch.manual_seed(0)
+    zeros = CenterLoss(10, 400).centers.detach()
+    xavier = CenterLoss(10, 400, init="xavier").centers.detach()
+    randn = CenterLoss(10, 400, init="randn").centers.detach()
+    assert torch.count_nonzero(zeros) == 0
+    bound = math.sqrt(3 / 400)  # Caffe's xavier filler: U[−√(3/fan_in), √(3/fan_in)], fan_in = D
+    assert xavier.abs().max() <= bound and xavier.abs().max() > 0.95 * bound
+    assert abs(xavier.var().item() - bound ** 2 / 3) < 0.1 * bound ** 2 / 3  # variance of U[−b, b] is b²/3
+    assert abs(randn.mean().item()) < 0.05 and abs(randn.std().item() - 1) < 0.05
+    with pytest.raises(ValueError, match="center: init must be one of"):
+        CenterLoss(3, 2, init="ones")
+
+
+def authors_jtt_epoch(n: int, aug_indices: list[int], up_weight: int) -> list[int]:
+    """anniesch/jtt run_expt.py: ConcatDataset([train_data, Subset(train_data, list(aug_indices) * up_weight)])."""
+    return list(range(n)) + list(aug_indices) * up_weight
+
+
+@pytest.mark.parametrize("u", [1, 5, 6])
+def test_jtt_upweight_u_plus_one_is_the_authors_up_weight_u(u, gen):
+    from collections import Counter
+
+    from mr2.engine.upsample import upsampled_index
+
+    n = 30
+    errors = torch.randperm(n, generator=gen)[:7]
+    ours = Counter(upsampled_index(n, errors, u + 1).tolist())
+    theirs = Counter(authors_jtt_epoch(n, errors.tolist(), u))
+    assert ours == theirs
+    assert Counter(upsampled_index(n, errors, u).tolist())[int(errors[0])] == u  # ours at the same number: one fewer
+
+
+def authors_fairdro_ibr(losses: torch.Tensor, rho: float) -> torch.Tensor:
+    """sangwon-jung94/FairDRO trainer/fairdro.py _update_mw_margin (the 'ibr' update)."""
+    n_groups = len(losses)
+    mean = losses.mean()
+    denom = (losses - mean).norm(2)
+    if denom == 0:
+        return torch.zeros_like(losses) + 1 / n_groups
+    return 1 / n_groups + np.sqrt(2 * rho / n_groups) * (1 / denom) * (losses - mean)
+
+
+def test_fairdro_best_response_is_the_authors_ibr_update(gen):
+    for k, rho in ((2, 0.3), (5, 0.05), (10, 0.5)):
+        ell = torch.rand(k, generator=gen, dtype=torch.float64) * 3
+        assert torch.allclose(chi2_best_response(ell, rho), authors_fairdro_ibr(ell, rho))
+    flat = torch.full((4,), 0.7, dtype=torch.float64)
+    assert torch.equal(chi2_best_response(flat, 0.3), authors_fairdro_ibr(flat, 0.3))
+
+
+def authors_ldam(cls_num_list, x, target, max_m=0.5, s=30):
+    """kaidic/LDAM-DRW losses.py LDAMLoss (CPU tensors in place of torch.cuda ones)."""
+    m_list = 1.0 / np.sqrt(np.sqrt(cls_num_list))
+    m_list = m_list * (max_m / np.max(m_list))
+    m_list = torch.tensor(m_list, dtype=x.dtype)
+    index = torch.zeros_like(x, dtype=torch.uint8)
+    index.scatter_(1, target.data.view(-1, 1), 1)
+    index_float = index.type(x.dtype)
+    batch_m = torch.matmul(m_list[None, :], index_float.transpose(0, 1))
+    batch_m = batch_m.view((-1, 1))
+    x_m = x - batch_m
+    output = torch.where(index.bool(), x_m, x)
+    return F.cross_entropy(s * output, target)
+
+
+def test_ldam_is_the_authors_loss(gen):
+    counts = [500.0, 120.0, 60.0, 9.0, 3.0]
+    loss = build_loss("ldam", 5, 3, class_counts=torch.tensor(counts)).double()
+    x = torch.rand(11, 5, generator=gen, dtype=torch.float64) * 2 - 1
+    y = torch.randint(0, 5, (11,), generator=gen)
+    assert torch.allclose(loss(x, torch.zeros(11, 3, dtype=torch.float64), y).total, authors_ldam(counts, x, y))
+
+
+def authors_group_dro_step(adv_probs, group_loss, step_size):
+    """kohpangwei/group_DRO loss.py compute_robust_loss (no adjustment, not normalised)."""
+    adjusted_loss = group_loss
+    adv_probs = adv_probs * torch.exp(step_size * adjusted_loss.data)
+    adv_probs = adv_probs / (adv_probs.sum())
+    robust_loss = group_loss @ adv_probs
+    return robust_loss, adv_probs
+
+
+def test_group_dro_is_the_authors_when_every_class_is_in_the_batch(gen):
+    loss = make("dro", 4, 3, eta=0.3).double()
+    adv = torch.full((4,), 0.25, dtype=torch.float64)
+    y = torch.tensor([0, 1, 2, 3, 0, 2, 2, 1])
+    for _ in range(3):
+        z = torch.randn(8, 4, generator=gen, dtype=torch.float64)
+        per = F.cross_entropy(z, y, reduction="none")
+        group_map = (y == torch.arange(4).unsqueeze(1)).double()  # their per-group mean loss
+        group_loss = (group_map @ per) / group_map.sum(1)
+        robust, adv = authors_group_dro_step(adv, group_loss, 0.3)
+        assert torch.allclose(loss(z, torch.zeros(8, 3, dtype=torch.float64), y).total, robust)
+        assert torch.allclose(loss.q.double(), adv)
+
+
+@pytest.mark.parametrize("decay", [0.9, 0.999])
+def test_release_decay_option_is_the_authors_ema(decay, gen):
+    """The release's update_ema per class (transcribed) with ema_decay = decay."""
+    k, d = 3, 4
+    loss = make("mr2_release", k, d, decay=decay).double()
+    mean_norm_ema, variance_ema = torch.zeros(k, dtype=torch.float64), torch.zeros(k, dtype=torch.float64)
+    for _ in range(4):
+        features = torch.randn(7, d, generator=gen, dtype=torch.float64)
+        targets = torch.randint(0, k, (7,), generator=gen)
+        for cls in range(k):
+            cls_features = features[targets == cls]
+            if cls_features.size(0) > 0:
+                cls_mean = cls_features.mean(dim=0)
+                mean_norm = cls_mean.norm(5).pow(2)
+                variance = (cls_features - cls_mean).norm(5, dim=1).pow(2).mean()
+                if torch.isnan(mean_norm_ema[cls]) or mean_norm_ema[cls] == 0:
+                    mean_norm_ema[cls], variance_ema[cls] = mean_norm, variance
+                else:
+                    mean_norm_ema[cls] = decay * mean_norm_ema[cls] + (1 - decay) * mean_norm
+                    variance_ema[cls] = decay * variance_ema[cls] + (1 - decay) * variance
+        loss(torch.zeros(7, k, dtype=torch.float64), features, targets)
+        assert torch.allclose(loss.m, mean_norm_ema) and torch.allclose(loss.v, variance_ema)

@@ -65,3 +65,9 @@ def test_cube_root_formula_on_a_known_case():
 def test_margins_carry_no_gradient():
     a = torch.rand(4, requires_grad=True)
     assert not optimal_margins(a, 1.0).requires_grad
+
+
+def test_margin_objective_is_the_sum_of_a_over_gamma_squared():
+    a, gamma = [0.5, 2.0, 3.0], [1.0, 2.0, 0.5]
+    expected = sum(x / g ** 2 for x, g in zip(a, gamma))  # 0.5 + 0.5 + 12
+    assert float(margin_objective(torch.tensor(a, dtype=torch.float64), torch.tensor(gamma, dtype=torch.float64))) == expected

@@ -388,3 +388,60 @@ def test_the_html_page_scrolls_wide_tables_and_shows_figures_at_one_scale(tmp_pa
     assert '<div class="scroll"><table>' in page and "white-space:nowrap" in page
     widths = [int(w) for w in re.findall(r'<div class="scroll"><img [^>]*width="(\d+)"', page)]
     assert widths == [round(3.0 * 96), round(12.0 * 96)]
+
+
+# ----------------------------------------------------------------------------- pairing by seed, the claim's parts
+def test_paired_differences_pair_runs_by_seed_when_the_seed_sets_differ():
+    """MR² ran seeds 0, 1, 2, 3 and ERM seeds 1, 2, 3, 5, listed in shuffled order; every seed
+    shifts both methods' accuracies alike, so only pairing by seed (1, 2, 3) recovers the effect."""
+    t = syn.tables(methods=("erm", "mr2"), seeds=(0, 1, 2, 3, 5), noise=0.002)
+    shift = lambda f: f.assign(accuracy=f["accuracy"] - 0.1 + 0.04 * f["seed"])  # noqa: E731
+    pc = shift(t["per_class"])
+    keep = ((pc["method"] == "mr2") & (pc["seed"] != 5)) | ((pc["method"] == "erm") & (pc["seed"] != 0))
+    pc = pc[keep].sample(frac=1.0, random_state=3).reset_index(drop=True)
+    runs = t["runs"].assign(top1=t["runs"]["top1"] - 0.1 + 0.04 * t["runs"]["seed"])
+    runs = runs[((runs["method"] == "mr2") & (runs["seed"] != 5)) | ((runs["method"] == "erm") & (runs["seed"] != 0))]
+    runs = runs.sample(frac=1.0, random_state=4).reset_index(drop=True)
+    groups = G.difficulty_table(pc)
+    table = R.results_table(pc, runs, groups)
+    row = table[table["method"] == "mr2"].iloc[0]
+    mine, ref = by_hand(pc, "toy", "mr2", "default", syn.HARD), by_hand(pc, "toy", "erm", "default", syn.HARD)
+    d = np.array([mine[s] - ref[s] for s in (1, 2, 3)])
+    lo, hi = stats.t.interval(0.95, 2, loc=d.mean(), scale=stats.sem(d))
+    assert row["n_paired"] == 3 and row["n_seeds"] == 4
+    assert row["hard_diff"] == pytest.approx(d.mean()) and (row["hard_diff_lo"], row["hard_diff_hi"]) == pytest.approx((lo, hi))
+    assert row["hard_diff"] == pytest.approx(100 * syn.EFFECT["mr2"], abs=1.0)  # the effect, not a seed shift
+    top1 = {m: runs[runs["method"] == m].set_index("seed")["top1"] for m in ("mr2", "erm")}
+    assert row["top1_diff"] == pytest.approx(100 * np.mean([top1["mr2"][s] - top1["erm"][s] for s in (1, 2, 3)]))
+    per_run = R.per_run_metrics(pc, runs, groups)
+    assert R.paired(per_run, "toy", "mr2", "erm", "hard")["diff"] == pytest.approx(d.mean())
+
+
+def test_the_claim_is_supported_only_when_every_part_holds():
+    from itertools import product
+
+    from mr2.results.report import claim_verdict
+
+    outcomes = ("higher", "lower", "no clear difference")
+    for hard, easy, top1 in product(outcomes, repeat=3):
+        supported = hard == "higher" and easy in ("higher", "no clear difference") and top1 == "higher"
+        text = claim_verdict({"hard": hard, "easy": easy, "top1": top1, "all": "higher", "worst": "higher"})
+        assert text.startswith("**supported**") == supported, (hard, easy, top1)
+        assert text.startswith("**not supported**") == (not supported)
+    # without top-1 the overall part is the mean per-class accuracy
+    assert claim_verdict({"hard": "higher", "easy": "higher", "all": "lower"}).startswith("**not supported**")
+    assert claim_verdict({"hard": "higher", "easy": "higher", "all": "higher"}).startswith("**supported**")
+
+
+def test_a_run_where_mr2_lowers_the_easy_classes_is_not_called_supported():
+    t = syn.tables(methods=("erm", "mr2"), noise=0.002)
+    assert "**supported**" in claim_line(findings_text(t))
+    pc = t["per_class"].copy()
+    mr2 = pc["method"] == "mr2"
+    pc.loc[mr2 & pc["class"].isin(syn.EASY), "accuracy"] -= 0.03  # easy classes lower ...
+    pc.loc[mr2 & pc["class"].isin(syn.HARD), "accuracy"] += 0.03  # ... hard classes and overall still higher
+    runs = t["runs"].copy()
+    runs.loc[runs["method"] == "mr2", "top1"] += 0.02
+    text = findings_text({**t, "per_class": pc, "runs": runs})
+    assert "easy classes -" in text and "(lower)" in text
+    assert "**not supported**" in claim_line(text)

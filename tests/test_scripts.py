@@ -93,3 +93,17 @@ def test_setup_repairs_a_venv_that_a_failed_creation_left_without_pip(tmp_path):
                          env={**os.environ, "MR2_VENV": str(venv)}, timeout=300)
     assert "[setup] repairing venv" in res.stdout
     assert subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "--version"], capture_output=True).returncode == 0
+
+
+def test_mutation_script_names_existing_test_files_and_refuses_unknown_targets(tmp_path):
+    text = (REPO / "scripts" / "mutation.sh").read_text()
+    paths = set(re.findall(r"tests/test_\w+\.py", text))
+    assert len(paths) >= 8 and all((REPO / p).is_file() for p in paths)
+    fake = tmp_path / "python"  # a python that has mutmut: nothing is installed, no run starts
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    (tmp_path / "mutmut").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "mutmut").chmod(0o755)
+    out = subprocess.run(["bash", str(REPO / "scripts" / "mutation.sh"), "engine"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHON": str(fake), "MUTATION_DIR": str(tmp_path / "out")})
+    assert out.returncode == 2 and "unknown target 'engine'" in out.stderr

@@ -14,6 +14,7 @@ from mr2.method.stats import class_moments, lp_sq_norm
 from theory.bound import (
     class_second_moment,
     class_variability,
+    augmented_variability,
     complexity_advantage,
     complexity_term,
     confidence_term,
@@ -285,3 +286,19 @@ def test_evaluate_bound_errors(kwargs, match):
 def test_confidence_term_formula():
     assert confidence_term(100) == pytest.approx(math.sqrt(math.log(20) / 100))
     assert confidence_term(400, c=3.0, delta=0.01) == pytest.approx(3 * math.sqrt(math.log(100) / 400))
+
+
+def test_complexity_advantage_at_its_default_mean_margin_and_without_variability():
+    a = [0.1, 0.2, 0.4]  # Σ a < 1: the uniform sum lies in (0, 1)
+    adv = complexity_advantage(a)  # c̄ = 1
+    assert adv["uniform"] == pytest.approx(sum(a), rel=1e-12)  # Σ a_k / 1²
+    assert adv["adaptive"] == pytest.approx(sum(x ** (1 / 3) for x in a) ** 3 / 9, rel=1e-12)  # (Σ a^{1/3})³/(K c̄)²
+    assert adv["ratio"] == pytest.approx(math.sqrt(adv["adaptive"] / adv["uniform"]), rel=1e-12) and adv["ratio"] < 1
+    assert complexity_advantage([0.0, 0.0])["ratio"] == 1.0  # no variability: nothing to shrink
+
+
+def test_bad_variability_is_named_in_the_error():
+    with pytest.raises(TypeError, match=r"^a: cannot convert"):
+        complexity_advantage([[1.0, 2.0], [3.0]])
+    with pytest.raises(TypeError, match=r"^a: cannot convert"):
+        augmented_variability([[1.0, 2.0], [3.0]])

@@ -56,6 +56,18 @@ def test_objective_strictly_convex(k):
     assert hessian_positive_definite(k)
 
 
+@pytest.mark.parametrize("extra, why", [
+    (lambda a, g: g[0] * g[1], "a coupling term: off-diagonal Hessian entries"),
+    (lambda a, g: -4 * a[0] / g[0] ** 2, "a concave term: a negative diagonal entry"),
+])
+def test_the_convexity_check_fails_on_other_objectives(extra, why, monkeypatch):
+    import theory.corollary as corollary
+
+    plain = corollary.objective
+    monkeypatch.setattr(corollary, "objective", lambda a, gamma: plain(a, gamma) + extra(a, gamma))
+    assert not corollary.hessian_positive_definite(3), why
+
+
 # ---------------------------------------------------------------- is_optimal: passes and fails
 
 
@@ -175,3 +187,35 @@ def test_equal_variability_gives_uniform_margins():
     a = sp.Symbol("a", positive=True)
     c = sp.Symbol("c", positive=True)
     assert all(sp.simplify(g - c) == 0 for g in cube_root_margins([a] * 4, c))
+
+
+# ---------------------------------------------------------------- the exponent, by the property only 1/3 has
+# Stationarity of the Lagrangian: ∂/∂γ_k (Σ a_j/γ_j² + ν(Σ γ_j − K c̄)) = 0 gives a_k/γ_k³ = ν/2 for
+# every class, so on the budget the optimum is the one point where a_k/γ_k³ is the same for all k.
+# For margins γ_k ∝ a_k^e, a_k/γ_k³ ∝ a_k^{1−3e}: equal across unequal a_k only when e = 1/3.
+
+distinct_a = st.integers(2, 9).flatmap(
+    lambda k: st.lists(st.floats(1e-2, 1e2, allow_nan=False), min_size=k, max_size=k, unique=True)
+).filter(lambda a: max(a) > 1.01 * min(a))
+
+
+def _stationarity_spread(a, gamma) -> float:
+    ratio = np.asarray(a, dtype=np.float64) / np.asarray(gamma, dtype=np.float64) ** 3
+    return float(ratio.max() / ratio.min() - 1.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(a=distinct_a, c_bar=c_bars)
+def test_margins_make_a_over_gamma_cubed_equal_across_classes(a, c_bar):
+    """The training code's margins and the theory's formula both satisfy the stationarity
+    condition a_k/γ_k³ = const on the budget Σ γ_k = K c̄; any other power of a_k breaks it."""
+    a_t = torch.tensor(a, dtype=torch.float64)
+    for gamma in (optimal_margins(a_t, c_bar).numpy(), np.asarray(cube_root_margins(a, c_bar), dtype=np.float64)):
+        assert gamma.sum() == pytest.approx(len(a) * c_bar, rel=1e-12)
+        assert _stationarity_spread(a, gamma) < 1e-9
+    for e in (0.0, 0.25, 0.3, 0.34, 0.5, 1.0):
+        gamma = np.asarray(power_margins(a, c_bar, e), dtype=np.float64)
+        # a_k^{1−3e} over a range of ratio r = max a / min a spreads by r^{|1−3e|} − 1
+        expected = (max(a) / min(a)) ** abs(1 - 3 * e) - 1
+        assert _stationarity_spread(a, gamma) == pytest.approx(expected, rel=1e-6)
+        assert _stationarity_spread(a, gamma) > 1e-4

@@ -14,6 +14,18 @@ fitted to T; with T <= ``train.warmup_epochs`` it is all warm-up), not the first
 longer run. It inherits ``train.select`` from the dataset block: with ``best_val`` the stage-1
 epoch is chosen on the validation split, which is never part of E. E depends on the seed: each
 seed's jtt run has its own stage 1.
+
+Against the authors' code (anniesch/jtt). (a) Up-weighting: their ``--up_weight u`` concatenates
+the training set with u further copies of E (``run_expt.py``), so a sample of E appears u + 1 times
+per epoch; ours appears ``upweight`` = λ_up times, the paper's objective λ_up Σ_E ℓ + Σ_{not E} ℓ.
+At the same number ours therefore has one copy fewer: ``upweight: u + 1`` reproduces their
+``--up_weight u`` (their λ_up = 6 runs are ``upweight: 7`` here). (b) The error set: theirs is read
+from the predictions their training loop records during stage 1's last epoch (training mode,
+augmented inputs, each batch predicted before its own update; ``process_training.py`` reads
+``output_train_epoch_T.csv``); ours comes from a separate evaluation pass of the final stage-1
+model over the training split (evaluation mode, no augmentation), which is the paper's "examples
+misclassified by the stage-1 model" and does not depend on the augmentation draw or the last
+epoch's updates. There is no option for their recorded predictions.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ Methods and their reading (formulas and references in each module's docstring):
 - ``eql``: softmax equalization loss: negatives of classes with frequency < λ dropped from the
   softmax with probability γ (Tan et al. 2020; eql.py). Needs class counts; ERM on balanced
   data when 1/K ≥ λ.
-- ``supcon``: CE + w·SupCon on a loss-owned projection head, τ = 0.1, two views
-  (Khosla et al. 2020; supcon.py).
+- ``supcon``: CE + w·SupCon on a loss-owned projection head, τ = 0.1, two views; the authors'
+  τ/base_temperature factor with ``base_temperature`` (Khosla et al. 2020; supcon.py).
 - ``center``: CE + λ·½‖x − c_y‖² with learned centres, λ = 0.003, centres moved by the paper's
-  α-rule through the optimiser (Wen et al. 2016; center.py).
+  α-rule through the optimiser, centres initialised by ``init`` (zeros) (Wen et al. 2016; center.py).
 - ``dro``: group DRO over classes, online exponentiated weights, η = 0.01
   (Sagawa et al. 2020; group_dro.py).
 - ``fairdro``: χ²-robust class reweighting, mean + √(2ρ)·std of class losses with q set each

@@ -5,10 +5,14 @@ The paper. For every class y, a DRO over the sensitive groups a of that class wi
 χ²-ball of radius ρ around the uniform weights; with the non-negativity of q relaxed, the
 inner maximum has the closed form q_a = 1/G + √(2ρ/G) · (ℓ_a − ℓ̄)/‖ℓ − ℓ̄‖₂, and the robust
 loss Σ_a q_a ℓ_a = ℓ̄ + √(2ρ) · std_a(ℓ_a) is the group losses' mean plus a penalty on their
-spread (the paper's link to the DCA fairness metric). The authors' code computes the
-group losses on the training set after every epoch and sets q from them ("iterative best
-response"; their default moves q towards the best response with a step that decays over the
-run).
+spread (the paper's link to the DCA fairness metric). The authors' code
+(sangwon-jung94/FairDRO) computes the group losses in a separate pass over the training set
+(evaluation mode) after every epoch and updates q from them, by one of three rules
+(``--optim-q``): ``ibr``, the plain best response; ``smt_ibr`` (``ibr_ip`` in the commands of
+their README, which all use it), q ← q + (1 − t/T)(q* − q) at epoch t of T, a step towards the
+best response q* that decays linearly over the run; ``pd``, an exponentiated-gradient step
+(γ = 0.1) projected back on the χ² ball. Their argument *default* is ``pd`` with ρ = 0.5, but
+the published runs set ``ibr_ip`` and ρ per dataset (0.3 for UTKFace and CivilComments).
 
 Our reading (no sensitive attribute besides the class). The class is the group, and the
 class-wise structure has one level: a single χ² DRO over the K class losses. The robust
@@ -17,8 +21,9 @@ variance-penalised class-balanced loss, and q may be negative for the easiest cl
 the closed form. q is held fixed during an epoch and set at the start of the next to the
 best response to the previous epoch's per-class mean training losses, accumulated over the
 epoch's batches (training mode only; a class unseen in the epoch gets the mean loss, i.e.
-weight 1/K). The decaying interpolation of the authors' default is not used (it needs the
-run length); the plain best response is their "ibr" option. In the first epoch q = 1/K.
+weight 1/K): the losses of the weights the epoch trained with, at no extra pass, instead of the
+authors' evaluation pass after the epoch. The decaying interpolation of their published runs is
+not used (it needs the run length); the plain best response is their ``ibr`` option. In the first epoch q = 1/K.
 A batch's loss is (K/|P|) Σ_{k∈P} q_k ℓ_k over its present classes P (unbiased for
 Σ_k q_k ℓ_k when P is a random subset). ρ = 0.3 (the authors' value for UTKFace and
 CivilComments; they tune ρ per dataset). ρ = 0 gives the class-balanced cross-entropy.

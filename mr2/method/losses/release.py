@@ -7,7 +7,7 @@ Step by step, for one training batch (K classes, features of width D):
    v_k = batch mean of ‖x − batch class mean‖₅² (L5 norms, whatever the features).
 2. Running buffers M, V (length K), updated for the present classes before the margins are
    computed. Only M is tested: where M_k is 0 or NaN, *both* M_k and V_k take the batch values;
-   otherwise both become decay · old + (1 − decay) · new, decay = 0.9. Absent classes keep
+   otherwise both become decay · old + (1 − decay) · new, decay = 0.9 (see below). Absent classes keep
    theirs. (So a class first seen alone, V_k = 0 < M_k, has its V blended on the next visit.)
 3. g_k = (M_k + V_k)^{1/3}, γ_k = K g_k / Σ_j g_j (unseen classes count 0 in the sum).
 4. CE of logits / γ_y.
@@ -20,6 +20,11 @@ Step by step, for one training batch (K classes, features of width D):
 The release divides by an attribute that it never sets; it is taken as 1. Its statistics are
 reset every epoch (the CIFAR loss object is rebuilt each epoch): ``on_epoch_start`` zeroes
 the buffers. Unlike the release, evaluation does not update them (eval mode never does).
+The decay. The release's loss class has ``ema_decay=0.999`` as its default, the value of the
+authors' CLIP recipe; their CIFAR recipe states EMA decay 0.9, and our comparison runs are the
+CIFAR-style runs, so ``decay`` defaults to 0.9 here; ``decay: 0.999`` gives the class's default.
+With the statistics reset every epoch the decay only weighs the batches within an epoch.
+
 Degenerate case not covered by the release (it would divide by 0): when every g_k is 0 the
 margins are 1; a present class with g_k = 0 (all-zero features) has its margin floored at
 1e-12.

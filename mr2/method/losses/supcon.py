@@ -9,6 +9,16 @@ projection MLP owned by the loss (Linear(D, D) → ReLU → Linear(D, 128), the 
 layer and 128-d output with the hidden width set to D); the engine optimises its parameters
 with the model's. The temperature is the paper's τ = 0.1.
 
+Against the authors' code (HobbitLong/SupContrast, ``losses.py``). Their loss multiplies the
+formula by τ / base_temperature, with base_temperature = 0.07 by default; their SupCon runs use
+τ = 0.1, so their SupCon term is 0.1/0.07 ≈ 1.43 times the paper's formula. We keep the paper's
+formula (factor 1, ``base_temperature`` unset: base_temperature = τ), because the factor is an
+undocumented rescaling that only changes the effective weight w. ``base_temperature: 0.07`` gives
+the authors' loss exactly (tested against a transcription of their formula). Their
+``+ 1e-9`` inside the log of the denominator and the row-max shift are numerical details that do
+not change the value beyond 1e-9; an anchor without any positive makes their loss NaN, ours
+leaves it out (it cannot happen with two views).
+
 Views. ``n_views = 2``: the engine passes two augmented views concatenated along the batch
 (rows 0..B−1 view 1, rows B..2B−1 view 2, targets repeated); CE is averaged over all 2B rows.
 Positives are defined by label only, so the same code handles a single view: then the
@@ -18,6 +28,8 @@ without any positive pair has SupCon = 0.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
@@ -49,11 +61,15 @@ class SupConLoss(ClassLoss):
         weight: w, the weight of SupCon (1).
         temperature: τ (0.1).
         proj_dim: output width of the projection head (128).
+        base_temperature: the authors' rescaling: the SupCon term is multiplied by
+            τ / base_temperature; unset (None) means base_temperature = τ, the paper's formula.
+            The authors' code uses 0.07.
     """
 
     n_views = 2
 
-    def __init__(self, num_classes: int, feature_dim: int, weight: float = 1.0, temperature: float = 0.1, proj_dim: int = 128) -> None:
+    def __init__(self, num_classes: int, feature_dim: int, weight: float = 1.0, temperature: float = 0.1, proj_dim: int = 128,
+                 base_temperature: float | None = None) -> None:
         super().__init__()
         if not weight >= 0:
             raise ValueError(f"supcon: weight must be >= 0, got weight={weight}")
@@ -61,7 +77,12 @@ class SupConLoss(ClassLoss):
             raise ValueError(f"supcon: temperature must be > 0, got temperature={temperature}")
         if isinstance(proj_dim, bool) or not isinstance(proj_dim, int) or proj_dim < 1:
             raise ValueError(f"supcon: proj_dim must be an integer >= 1, got proj_dim={proj_dim!r}")
+        if base_temperature is not None and (isinstance(base_temperature, bool) or not isinstance(base_temperature, (int, float))
+                                             or not 0 < base_temperature < math.inf):
+            raise ValueError(f"supcon: base_temperature must be a number > 0 or unset, got base_temperature={base_temperature!r}")
         self.weight, self.temperature = float(weight), float(temperature)
+        #: τ / base_temperature, the authors' factor on the SupCon term (1 when unset)
+        self.scale = 1.0 if base_temperature is None else self.temperature / float(base_temperature)
         self.head = nn.Sequential(nn.Linear(feature_dim, feature_dim), nn.ReLU(), nn.Linear(feature_dim, proj_dim))
 
     def project(self, features: torch.Tensor) -> torch.Tensor:
@@ -70,5 +91,5 @@ class SupConLoss(ClassLoss):
 
     def forward(self, logits: torch.Tensor, features: torch.Tensor, targets: torch.Tensor) -> LossOutput:
         ce = F.cross_entropy(upcast(logits), targets)
-        con = supcon_loss(self.project(features), targets, self.temperature)
+        con = self.scale * supcon_loss(self.project(features), targets, self.temperature)
         return LossOutput(ce + self.weight * con, {"ce": ce.detach(), "supcon": con.detach()})
