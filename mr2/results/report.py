@@ -18,6 +18,7 @@ from ..common.io import save_text
 from ..common.runs import DEFAULT_VARIANT
 from .groups import held_out_group_accuracy
 from .html import write_report_html
+from .longtail import longtail_section
 from .plotting import caption
 from .premise_text import premise_section
 from .regimes import regime_section
@@ -181,6 +182,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "## What we find",
         "",
         *findings(per_class, runs, groups, reference),
+        *longtail_section(per_class, runs, reference),
         *regime_section(per_class, runs, groups, reference),
         *(premise_section(analysis, out, report_dir, reference) if analysis else []),
         *[f"{section.strip()}\n" for section in sections],
