@@ -173,3 +173,26 @@ def test_ldam_drw_weights_are_the_authors_and_weight_the_loss(gen):
     assert torch.allclose(loss(z, torch.zeros(20, 4), y).total, expected, rtol=1e-5)
     loss.on_epoch_start(2)  # before the DRW epoch: unweighted
     assert torch.allclose(loss(z, torch.zeros(20, 4), y).total, per_sample.mean(), rtol=1e-5)
+
+
+def test_planted_vectors_train_with_the_mlp_and_are_not_augmented(tmp_path):
+    """kind "vector": ``augment: auto`` leaves the inputs as they are (no shift, unlike signals), and
+    the MLP takes them; the model's features are its last hidden layer."""
+    from mr2.engine.config import DEFAULTS, deep_merge, validate
+    from mr2.engine.train import Runner, train
+
+    data = {**SMALL, "imbalance": {"ratio": 10}}
+    path = tmp_path / "p.pt"
+    prepare_dataset(data, path)
+    cfg = validate(deep_merge(DEFAULTS, {"data": data, "model": {"name": "mlp", "options": {"hidden": 16}},
+                                         "train": {"epochs": 1, "batch_size": 32}, "device": "cpu", "threads": 1,
+                                         "method": {"name": "ldam", "options": {"drw_epoch": 0}}}))
+    runner = Runner(cfg, path, tmp_path / "run", log=lambda *a, **k: None)
+    x = runner.data.train.x[:8]
+    assert torch.equal(runner.train_transform(x, torch.Generator().manual_seed(0)), runner.eval_transform(x))
+    assert runner.model.feature_dim == 16
+    counts = torch.bincount(runner.data.train.y, minlength=10).double()
+    assert torch.allclose(runner.loss.drw_weights.double(), (1 - 0.9999) / (1 - 0.9999 ** counts) /
+                          ((1 - 0.9999) / (1 - 0.9999 ** counts)).sum() * 10, rtol=1e-5)  # n_k of the long-tailed split
+    numbers = train(cfg, path, tmp_path / "run", log=lambda *a, **k: None)
+    assert np.isfinite(numbers["train_loss"]) and (tmp_path / "run" / "model.pt").is_file()
