@@ -32,6 +32,8 @@ DEFAULTS: dict[str, Any] = {
         "train_cap": None,  # per-class cap on training samples (balanced subsampling)
         "test_cap": None,  # per-class cap on test samples
         "image_size": None,  # resize file-backed image sets (default: the loader's)
+        "imbalance": None,  # None (balanced) | {ratio: n_max/n_min, profile: exp}: long-tailed training split
+        "options": {},  # the loader's own options (mnist1d: num_samples, train_split; planted: see its module)
     },
     "model": {
         "name": "small_cnn",
@@ -56,7 +58,7 @@ DEFAULTS: dict[str, Any] = {
         "warmup_epochs": 1.0,  # linear warm-up, then cosine decay to min_lr (per step)
         "min_lr": 1e-6,
         "grad_clip": None,  # max global gradient norm, None = off
-        "augment": "auto",  # auto (crop+flip for images, shift for signals) | none
+        "augment": "auto",  # auto (crop+flip for images, shift for signals, nothing for vectors) | none
         "crop_padding": 4,
         "flip": True,  # random horizontal flips (turn off where mirroring changes the class)
         "shift": 4,  # max shift of 1-D signals
@@ -94,7 +96,7 @@ OPTIONAL_PATH = [("model", "weights"), ("train", "upsample_file")]  # None or a 
 BOOLEAN = [("train", "nesterov"), ("train", "flip"), ("train", "auto_augment"), ("train", "compile"),
            ("train", "cuda_graph"), ("train", "sync_bn")]
 # Sub-dicts whose keys are free-form (validated by their own factories).
-OPEN = {("model", "options"), ("method", "options"), ("tags",)}
+OPEN = {("model", "options"), ("method", "options"), ("data", "options"), ("tags",)}
 
 
 class ConfigError(ValueError):

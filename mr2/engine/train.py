@@ -181,8 +181,8 @@ class Runner:
             if tc["auto_augment"]:
                 x = aug.auto_augment(x, gen)
             x = aug.random_crop_flip(x, tc["crop_padding"], gen, flip=tc["flip"])
-        else:
-            x = aug.random_shift(x, tc["shift"], gen)
+        elif self.kind == "signal":
+            x = aug.random_shift(x, tc["shift"], gen)  # vectors (the planted set) are not augmented
         return self.normalise(x)
 
     def _cached_features(self, source: Source) -> Source:

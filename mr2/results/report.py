@@ -20,6 +20,7 @@ from .figures import available_figures, class_changes, missing_lines
 from .groups import held_out_group_accuracy
 from .html import code_block, escape_frame, escape_text, write_report_html
 from .plotting import caption, display_name
+from .longtail import longtail_section
 from .premise_text import premise_section
 from .regimes import regime_section
 from .statistics import EFFECT_OF_INTEREST, UNDERPOWERED, comparison_word, one_of_many, verdict
@@ -326,6 +327,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         *findings(per_class, runs, groups, reference, effect_of_interest),
         *class_findings(per_class, reference, method),
         "",
+        *longtail_section(per_class, runs, reference),
         *premise,
         *regime_section(per_class, runs, groups, reference),
         *(premise_section(analysis, out, report_dir, reference) if analysis else []),

@@ -96,6 +96,9 @@ def check_cross_keys():
     swept = [key for key in config["sweeps"] if key != "method"]
     if config["reference"] not in methods:
         raise PipelineConfigError(f"config key 'reference': {config['reference']!r} is not in 'methods' {methods}")
+    for method in config["method_model"]:
+        if method not in methods and not (swept and method == sweep_method):
+            raise PipelineConfigError(f"config key 'method_model.{method}': method {method!r} is not run")
     for method in config["method_options"]:
         if method not in methods and not (swept and method == sweep_method):
             raise PipelineConfigError(f"config key 'method_options.{method}': method {method!r} is not run "
@@ -198,9 +201,11 @@ def dataset_block(dataset):
 
 def run_config(dataset, method, variant, seed):
     """The settings of one run as the pipeline states them: the `run` section, the dataset's block,
-    the method's options, the variant's option, the seed and the run's tags. The engine fills every
-    key left out with its defaults (`mr2 configure`) and writes the result as the run's run.yaml."""
+    the method's model settings (`method_model`), the method's options, the variant's option, the
+    seed and the run's tags. The engine fills every key left out with its defaults (`mr2 configure`)
+    and writes the result as the run's run.yaml."""
     cfg = merged(config["run"], {key: dataset_block(dataset).get(key, {}) for key in ("data", "model", "train")})
+    cfg = merged(cfg, {"model": config["method_model"].get(method, {})})  # the method's own model settings
     options = copy.deepcopy(config["method_options"].get(method, {}))
     tags = {"variant": variant, "dataset_key": dataset}
     if variant != DEFAULT_VARIANT:

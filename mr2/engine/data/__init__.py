@@ -3,7 +3,8 @@
 - ``registry``: every dataset by name (``DATASETS``), its loader, ``check_available`` and the
   data config's defaults and checks (``resolve_config``);
 - ``readers`` / ``files``: the file formats (IDX, CIFAR pickles, MNIST-1D, digits; image files);
-- ``split``: seeded stratified splits and per-class caps;
+- ``planted``: the generated dataset whose hard classes are the more variable ones;
+- ``split``: seeded stratified splits, per-class caps and the long-tailed profile;
 - ``cache``: the prepared, checksummed dataset file (``prepare_dataset``, ``load_prepared``);
 - ``types``: the containers (``DatasetInfo``, ``TensorSplit``, ``PreparedData``).
 """

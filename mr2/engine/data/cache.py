@@ -1,7 +1,8 @@
 """The prepared dataset file: cap, split and cache a dataset in one checksummed torch file.
 
 ``prepare_dataset`` caps classes (``train_cap``/``test_cap``), carves a seeded stratified
-validation split from the training pool, recomputes the normalisation statistics on the final
+validation split from the training pool, makes the training split long-tailed (``imbalance``),
+recomputes the normalisation statistics on the final
 training split, and writes one checksummed file atomically; ``load_prepared`` verifies and reads
 it back. Model selection must use ``val`` only; ``test`` is for the final evaluation.
 
@@ -23,7 +24,7 @@ from ...common.io import remove_stray_temporaries
 from ..checkpoint import UnsafeFileError, load_torch, save_torch
 from .files import FileSplit, check_images_readable
 from .registry import DATASETS, load_splits, make_info, resolve_config
-from .split import derived_seed, stratified_split, subsample_per_class
+from .split import derived_seed, exponential_profile, stratified_split, subsample_per_class, subsample_to_counts
 from .types import DatasetInfo, PreparedData, Split, TensorSplit
 
 PREPARED_FORMAT = "mr2.prepared/1"
@@ -70,27 +71,49 @@ def _class_counts(y: torch.Tensor, k: int) -> list[int]:
     return torch.bincount(y, minlength=k).tolist()
 
 
+def long_tailed(y: torch.Tensor, num_classes: int, imbalance: dict | None, split_seed: int) -> torch.Tensor:
+    """Sorted positions in ``y`` (the training split's labels) that a long-tailed training split keeps.
+
+    ``imbalance`` None: all. ``{ratio, profile: exp}``: class k keeps n_k = ⌊n_max · ratio^{−k/(K−1)}⌋
+    seeded random samples (``exponential_profile``, LDAM-DRW's CIFAR-LT definition), n_max being
+    the largest class count of the split before (with ``train_cap`` on a balanced pool: every
+    class's). The class order is the class index: class 0 keeps the most, class K−1 the fewest. A
+    class with fewer samples than its n_k keeps all it has. The draw is fixed by ``split_seed``
+    (``derived_seed(split_seed, "imbalance")``).
+    """
+    if imbalance is None:
+        return torch.arange(len(y))
+    counts = torch.bincount(y, minlength=num_classes)
+    target = exponential_profile(int(counts.max()), num_classes, imbalance["ratio"])
+    return subsample_to_counts(y, torch.tensor(target), derived_seed(split_seed, "imbalance"))
+
+
 def prepare_dataset(cfg: dict, out_path) -> dict:
     """Load, cap, split and cache a dataset in one checksummed torch file; return a summary.
 
     Steps (every random draw fixed by ``split_seed``, see ``derived_seed``):
     1. ``train_cap``: keep at most that many samples per class of the official training pool;
     2. ``val_fraction``: stratified validation split of what remains (``stratified_split``);
-    3. ``test_cap``: the same per-class cap on the official test split;
-    4. ``info.mean/std`` from the final training split only (never validation or test data).
+    3. ``imbalance``: the training split made long-tailed (``long_tailed``); validation and test
+       stay as they are, so with a balanced pool both stay balanced;
+    4. ``test_cap``: the same per-class cap on the official test split;
+    5. ``info.mean/std`` from the final training split only (never validation or test data).
     The file is written to a temporary name in the same folder and renamed (``save_torch``).
     """
     cfg = resolve_config(cfg)
     out_path = Path(out_path)
     remove_stray_temporaries(out_path)  # left by a killed earlier prepare of this file
     name = cfg["name"]
-    train_pool, test_full, classes = load_splits(name, cfg["root"], cfg["download"], cfg["image_size"])
+    train_pool, test_full, classes = load_splits(name, cfg["root"], cfg["download"], cfg["image_size"],
+                                                 cfg["options"])
     seed = cfg["split_seed"]
 
     pool_idx = subsample_per_class(train_pool.y, cfg["train_cap"], derived_seed(seed, "train_cap"))
     tr_local, va_local = stratified_split(train_pool.y[pool_idx], cfg["val_fraction"], derived_seed(seed, "val"))
+    train_idx = pool_idx[tr_local]
+    train_idx = train_idx[long_tailed(train_pool.y[train_idx], len(classes), cfg["imbalance"], seed)]
     test_idx = subsample_per_class(test_full.y, cfg["test_cap"], derived_seed(seed, "test_cap"))
-    indices = {"train": pool_idx[tr_local], "val": pool_idx[va_local], "test": test_idx}
+    indices = {"train": train_idx, "val": pool_idx[va_local], "test": test_idx}
     splits = {
         "train": train_pool.subset(indices["train"]),
         "val": train_pool.subset(indices["val"]),
@@ -129,6 +152,7 @@ def prepare_dataset(cfg: dict, out_path) -> dict:
         "n_test": len(splits["test"]),
         "train_per_class_min": min(train_counts),
         "train_per_class_max": max(train_counts),
+        "train_per_class": train_counts,
         "val_per_class_min": min(_class_counts(splits["val"].y, k)),
         "test_per_class_min": min(_class_counts(splits["test"].y, k)),
         "mean": list(info.mean),

@@ -150,12 +150,14 @@ def read_cifar100_names(path: Path) -> list[str]:
     return [n.decode() if isinstance(n, bytes) else str(n) for n in names]
 
 
-def generate_mnist1d(num_samples: int | None = None) -> tuple[tuple, tuple]:
+def generate_mnist1d(num_samples: int | None = None, train_split: float | None = None) -> tuple[tuple, tuple]:
     """MNIST-1D from ``mnist1d.data.make_dataset(get_dataset_args())`` (never its download path).
 
-    The package's default arguments are used unchanged (seed 42, 5000 samples, ``train_split``
-    0.8 -> 4000 train / 1000 test, 40-sample signals, 10 classes); only ``num_samples`` may be
-    lowered for tests. ``make_dataset`` standardises the whole generated set (train and test
+    The package's default arguments (seed 42, 5000 samples, ``train_split`` 0.8 -> 4000 train /
+    1000 test, 40-sample signals, 10 classes), with ``num_samples`` and ``train_split`` replaced
+    where given: ``make_dataset`` draws ``num_samples // 10`` signals of each class, shuffles them
+    and puts the first ``int(num_samples * train_split)`` in the training split (the class counts of
+    each split vary around their share). ``make_dataset`` standardises the whole generated set (train and test
     together) to mean 0 / std 1 and reseeds the global ``random``/``numpy`` generators; their
     previous states are restored here so loading has no side effect on the caller's randomness.
     Returns ((x_train (N,1,40) float32, y_train), (x_test, y_test)).
@@ -165,6 +167,8 @@ def generate_mnist1d(num_samples: int | None = None) -> tuple[tuple, tuple]:
     args = get_dataset_args()
     if num_samples is not None:
         args.num_samples = int(num_samples)
+    if train_split is not None:
+        args.train_split = float(train_split)
     np_state, py_state = np.random.get_state(), random.getstate()
     try:
         d = make_dataset(args)

@@ -1,4 +1,5 @@
-"""Seeded, stratified index operations on labels: validation split, per-class caps, derived seeds.
+"""Seeded, stratified index operations on labels: validation split, per-class caps, the long-tailed
+profile, derived seeds.
 
 Every draw is fixed by a seed; nothing loops over classes.
 """
@@ -71,8 +72,41 @@ def subsample_per_class(y: torch.Tensor, cap: int | None, seed: int) -> torch.Te
     return order[rank < cap].sort().values
 
 
+def subsample_to_counts(y: torch.Tensor, counts: torch.Tensor, seed: int) -> torch.Tensor:
+    """Sorted indices keeping min(counts[k], n_k) seeded random samples of every class k.
+
+    ``counts`` has one entry per class index (0..K-1); a class absent from ``counts`` keeps none.
+    The per-class cap of ``subsample_per_class`` with a cap of its own for every class.
+    """
+    y = _check_labels(y, "subsample_to_counts")
+    counts = torch.as_tensor(counts, dtype=torch.int64).flatten()
+    if len(y) == 0:
+        return torch.empty(0, dtype=torch.int64)
+    if (counts < 0).any():
+        raise ValueError("subsample_to_counts: counts must be >= 0")
+    caps = torch.zeros(int(y.max()) + 1, dtype=torch.int64)
+    n = min(len(caps), len(counts))
+    caps[:n] = counts[:n]
+    order, rank = _rank_within_class(y, seed)
+    return order[rank < caps[y[order]]].sort().values
+
+
+def exponential_profile(n_max: int, num_classes: int, ratio: float) -> list[int]:
+    """The long-tailed class counts of LDAM-DRW's CIFAR-LT (Cao et al. 2019, ``imbalance_cifar.py``):
+    n_k = ⌊n_max · (1/ratio)^{k/(K−1)}⌋ for k = 0..K−1, so class 0 keeps n_max, class K−1 keeps
+    ⌊n_max / ratio⌋ and the order of the classes is their index. Computed as the authors do, with the
+    imbalance factor 1/ratio raised to k/(K−1) (their ``imb_factor ** (cls_idx / (cls_num - 1.0))``)
+    and truncated by ``int``. One class: [n_max]."""
+    if num_classes < 1:
+        raise ValueError(f"exponential_profile: num_classes must be >= 1, got {num_classes}")
+    factor = 1.0 / float(ratio)
+    if num_classes == 1:
+        return [int(n_max)]
+    return [int(n_max * factor ** (k / (num_classes - 1.0))) for k in range(num_classes)]
+
+
 def derived_seed(seed: int, purpose: str) -> int:
-    """A seed for one purpose ("val", "train_cap", "test_cap") derived from ``split_seed``.
+    """A seed for one purpose ("val", "train_cap", "test_cap", "imbalance") derived from ``split_seed``.
 
     sha256 of "<seed>:<purpose>", first 8 bytes, so the draws of different purposes are
     independent and each is fixed by ``split_seed`` alone.
