@@ -1,12 +1,5 @@
 # The results layer: tidy tables, the results table, figures and the report. CPU only and quick, so
-# they run where Snakemake runs (localrules), also under the SLURM profile.
-
-
-localrules:
-    aggregate,
-    results_table,
-    figures,
-    report,
+# they run where Snakemake runs (localrule), also under the SLURM profile.
 
 
 rule aggregate:
@@ -15,16 +8,19 @@ rule aggregate:
         all_run_files(),
     output:
         expand(f"{TABLES}/{{name}}.csv", name=TABLE_NAMES),
-    params:
-        runs=all_run_dirs(),
-        reference=REFERENCE,
-        out=lambda wildcards, output: folder_of(output[0]),
     log:
-        f"{LOGS}/aggregate.log",
+        log_of("aggregate"),
+    benchmark:
+        benchmark_of("aggregate")
+    localrule: True
     conda:
         ENV_RESULTS
+    params:
+        runs=lambda wildcards, input: run_dirs_of(input),
+        reference=REFERENCE,
+        out=lambda wildcards, output: folder_of(output[0]),
     shell:
-        "python -m mr2 aggregate --runs {params.runs:q} --reference {params.reference:q} --out {params.out:q}"
+        "{PYTHONPATH_MR2} python -m mr2 aggregate --runs {params.runs:q} --reference {params.reference:q} --out {params.out:q}"
         " > {log:q} 2>&1"
 
 
@@ -35,15 +31,18 @@ rule results_table:
     output:
         csv=report(f"{TABLES}/results.csv", caption="../report/results_table.rst", category="Results"),
         md=f"{TABLES}/results.md",
+    log:
+        log_of("results_table"),
+    benchmark:
+        benchmark_of("results_table")
+    localrule: True
+    conda:
+        ENV_RESULTS
     params:
         reference=REFERENCE,
         tables=lambda wildcards, input: folder_of(input[0]),
-    log:
-        f"{LOGS}/results_table.log",
-    conda:
-        ENV_RESULTS
     shell:
-        "python -m mr2 table --tables {params.tables:q} --reference {params.reference:q} > {log:q} 2>&1"
+        "{PYTHONPATH_MR2} python -m mr2 table --tables {params.tables:q} --reference {params.reference:q} > {log:q} 2>&1"
 
 
 rule figures:
@@ -53,23 +52,26 @@ rule figures:
     output:
         png=[report(f"{FIGURES}/{n}.png", caption=f"../report/{n}.rst", category="Figures") for n in FIGURE_NAMES],
         pdf=[f"{FIGURES}/{n}.pdf" for n in FIGURE_NAMES],
+    log:
+        log_of("figures"),
+    benchmark:
+        benchmark_of("figures")
+    localrule: True
+    conda:
+        ENV_RESULTS
     params:
         reference=REFERENCE,
         sweep_method=SWEEP_METHOD,
         method=MR2_METHOD,
         tables=lambda wildcards, input: folder_of(input[0]),
         out=lambda wildcards, output: folder_of(output.png[0]),
-    log:
-        f"{LOGS}/figures.log",
-    conda:
-        ENV_RESULTS
     shell:
-        "python -m mr2 figures --tables {params.tables:q} --reference {params.reference:q}"
+        "{PYTHONPATH_MR2} python -m mr2 figures --tables {params.tables:q} --reference {params.reference:q}"
         " --sweep-method {params.sweep_method:q} --method {params.method:q} --out {params.out:q} > {log:q} 2>&1"
 
 
 rule report:
-    """results/report.md: table, generated findings, figures with captions, the config; and the same
+    """<root>/report.md: table, generated findings, figures with captions, the config; and the same
     as one self-contained HTML page for Snakemake's --report."""
     input:
         md=f"{TABLES}/results.md",
@@ -82,17 +84,20 @@ rule report:
     output:
         md=REPORT,
         html=report(REPORT_HTML, caption="../report/report_page.rst", category="Report"),
+    log:
+        log_of("report"),
+    benchmark:
+        benchmark_of("report")
+    localrule: True
+    conda:
+        ENV_RESULTS
     params:
         reference=REFERENCE,
         tables=lambda wildcards, input: folder_of(input.md),
         figures=lambda wildcards, input: folder_of(input.figures[0]),
         analysis=lambda wildcards, input: folder_of(input.analysis),
         captions=str(CAPTIONS),
-    log:
-        f"{LOGS}/report.log",
-    conda:
-        ENV_RESULTS
     shell:
-        "python -m mr2 report --tables {params.tables:q} --figures {params.figures:q} --captions {params.captions:q}"
+        "{PYTHONPATH_MR2} python -m mr2 report --tables {params.tables:q} --figures {params.figures:q} --captions {params.captions:q}"
         " --config {input.cfg:q} --analysis {params.analysis:q} --reference {params.reference:q}"
         " --section {input.theory:q} --out {output.md:q} --html {output.html:q} > {log:q} 2>&1"
