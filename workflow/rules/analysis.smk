@@ -21,10 +21,11 @@ rule analysis:
     conda:
         ENV_RESULTS
     params:
+        repo=REPO,
         reference=REFERENCE,
         method=MR2_METHOD,
         tables=lambda wildcards, input: folder_of(input[0]),
         out=lambda wildcards, output: folder_of(output.summary),
     shell:
-        "{PYTHONPATH_MR2} python -m mr2 analysis --tables {params.tables:q} --reference {params.reference:q} --method {params.method:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 analysis --tables {params.tables:q} --reference {params.reference:q} --method {params.method:q}"
         " --out {params.out:q} > {log:q} 2>&1"

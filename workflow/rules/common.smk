@@ -25,10 +25,10 @@ CAPTIONS = ROOT / "workflow" / "report"
 ENV_TORCH = "../envs/torch.yml"  # configs, prepare, train, evaluate, theory (--sdm conda)
 ENV_RESULTS = "../envs/results.yml"  # tables, figures, analysis, report: pandas and matplotlib, no torch
 # Every job runs this workflow's own mr2 (the repository the Snakefile is in), whatever the working
-# directory or the environment, so the code that trains is the code that was checked. Written into
-# each rule's command ("{PYTHONPATH_MR2} python -m ..."), not as a global shell.prefix, which would
-# also prefix the rules of a workflow that uses this one as a module.
-PYTHONPATH_MR2 = f"PYTHONPATH={shlex.quote(str(ROOT))}${{PYTHONPATH:+:$PYTHONPATH}}"
+# directory or the environment, so the code that trains is the code that was checked: each rule's
+# command starts with PYTHONPATH={params.repo:q}..., not a global shell.prefix, which would also
+# prefix the rules of a workflow that uses this one as a module.
+REPO = str(ROOT)
 
 DEFAULT_VARIANT = "default"
 NAME = re.compile(r"^(?!.*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*$")

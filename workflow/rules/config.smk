@@ -16,9 +16,10 @@ rule run_config:
     conda:
         ENV_TORCH
     params:
+        repo=REPO,
         settings=run_config_yaml,
     shell:
-        "{PYTHONPATH_MR2} python -m mr2 configure --run {params.settings:q} --out {output:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 configure --run {params.settings:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule data_config:
@@ -32,9 +33,10 @@ rule data_config:
     conda:
         ENV_TORCH
     params:
+        repo=REPO,
         settings=data_config_yaml,
     shell:
-        "{PYTHONPATH_MR2} python -m mr2 configure --data {params.settings:q} --out {output:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 configure --data {params.settings:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule pipeline_config:

@@ -22,11 +22,12 @@ rule jtt_stage1:
     resources:
         **gpu_resources(),
     params:
+        repo=REPO,
         launch=lambda wildcards, output: launcher(locks_of(output[0], f"{JTT_STAGE1_DIR}/{RUN_FILES[0]}", wildcards)),
         device=lambda wildcards, output: device_args(locks_of(output[0], f"{JTT_STAGE1_DIR}/{RUN_FILES[0]}", wildcards)),
         out=lambda wildcards, output: folder_of(output[0]),
     shell:
-        "{PYTHONPATH_MR2} {params.launch:q} train --config {input.config:q} --jtt-stage1 {params.device:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.launch:q} train --config {input.config:q} --jtt-stage1 {params.device:q}"
         " --threads {threads} --data {input.data:q} --out {params.out:q} > {log:q} 2>&1"
 
 
@@ -48,8 +49,9 @@ rule jtt_errors:
     resources:
         **gpu_resources(one_process=True),
     params:
+        repo=REPO,
         run=lambda wildcards, input: folder_of(input.model),
         device=lambda wildcards, output: device_args(locks_of(output[0], JTT_ERRORS, wildcards), one_process=True),
     shell:
-        "{PYTHONPATH_MR2} python -m mr2 errors --run {params.run:q} --data {input.data:q} --out {output:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 errors --run {params.run:q} --data {input.data:q} --out {output:q}"
         " {params.device:q} --threads {threads} > {log:q} 2>&1"

@@ -10,5 +10,7 @@ rule prepare:
         benchmark_of("prepare", DATA_KEY)
     conda:
         ENV_TORCH
+    params:
+        repo=REPO,
     shell:
-        "{PYTHONPATH_MR2} python -m mr2 prepare --config {input.config:q} --out {output:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 prepare --config {input.config:q} --out {output:q} > {log:q} 2>&1"

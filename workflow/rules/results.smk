@@ -16,11 +16,12 @@ rule aggregate:
     conda:
         ENV_RESULTS
     params:
+        repo=REPO,
         runs=lambda wildcards, input: run_dirs_of(input),
         reference=REFERENCE,
         out=lambda wildcards, output: folder_of(output[0]),
     shell:
-        "{PYTHONPATH_MR2} python -m mr2 aggregate --runs {params.runs:q} --reference {params.reference:q} --out {params.out:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 aggregate --runs {params.runs:q} --reference {params.reference:q} --out {params.out:q}"
         " > {log:q} 2>&1"
 
 
@@ -39,10 +40,11 @@ rule results_table:
     conda:
         ENV_RESULTS
     params:
+        repo=REPO,
         reference=REFERENCE,
         tables=lambda wildcards, input: folder_of(input[0]),
     shell:
-        "{PYTHONPATH_MR2} python -m mr2 table --tables {params.tables:q} --reference {params.reference:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 table --tables {params.tables:q} --reference {params.reference:q} > {log:q} 2>&1"
 
 
 rule figures:
@@ -60,13 +62,14 @@ rule figures:
     conda:
         ENV_RESULTS
     params:
+        repo=REPO,
         reference=REFERENCE,
         sweep_method=SWEEP_METHOD,
         method=MR2_METHOD,
         tables=lambda wildcards, input: folder_of(input[0]),
         out=lambda wildcards, output: folder_of(output.png[0]),
     shell:
-        "{PYTHONPATH_MR2} python -m mr2 figures --tables {params.tables:q} --reference {params.reference:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 figures --tables {params.tables:q} --reference {params.reference:q}"
         " --sweep-method {params.sweep_method:q} --method {params.method:q} --out {params.out:q} > {log:q} 2>&1"
 
 
@@ -92,12 +95,13 @@ rule report:
     conda:
         ENV_RESULTS
     params:
+        repo=REPO,
         reference=REFERENCE,
         tables=lambda wildcards, input: folder_of(input.md),
         figures=lambda wildcards, input: folder_of(input.figures[0]),
         analysis=lambda wildcards, input: folder_of(input.analysis),
         captions=str(CAPTIONS),
     shell:
-        "{PYTHONPATH_MR2} python -m mr2 report --tables {params.tables:q} --figures {params.figures:q} --captions {params.captions:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 report --tables {params.tables:q} --figures {params.figures:q} --captions {params.captions:q}"
         " --config {input.cfg:q} --analysis {params.analysis:q} --reference {params.reference:q}"
         " --section {input.theory:q} --out {output.md:q} --html {output.html:q} > {log:q} 2>&1"

@@ -19,10 +19,11 @@ rule train:
     resources:
         **gpu_resources(),
     params:
+        repo=REPO,
         launch=lambda wildcards, output: launcher(locks_of(output[0], f"{RUN_DIR}/{RUN_FILES[0]}", wildcards)),
         jtt=jtt_errors_args,
         device=lambda wildcards, output: device_args(locks_of(output[0], f"{RUN_DIR}/{RUN_FILES[0]}", wildcards)),
         out=lambda wildcards, output: folder_of(output[0]),
     shell:
-        "{PYTHONPATH_MR2} {params.launch:q} train --config {input.config:q} {params.jtt:q} {params.device:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.launch:q} train --config {input.config:q} {params.jtt:q} {params.device:q}"
         " --threads {threads} --data {input.data:q} --out {params.out:q} > {log:q} 2>&1"
