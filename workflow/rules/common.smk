@@ -322,10 +322,11 @@ def checked_run(wildcards):
     """A target's run must be one of the config's settings: its hash is the one the config gives it,
     else a `PipelineConfigError` naming the folder (a folder of other settings is never reused)."""
     method = getattr(wildcards, "method", "jtt")  # the JTT steps belong to a jtt run
-    expected = run_hash(wildcards.dataset, method, wildcards.variant)
-    if wildcards.run_hash != expected:
+    dataset, variant, found = wildcards.dataset, wildcards.variant, wildcards.run_hash
+    expected = run_hash(dataset, method, variant)
+    if found != expected:
         raise PipelineConfigError(
-            f"the target's run folder {wildcards.run_hash!r} ({wildcards.dataset}/{method}/{wildcards.variant}) "
+            f"the target's run folder {found!r} ({dataset}/{method}/{variant}) "
             f"holds other settings than this config's ({expected!r}): list this config's folders with "
             "`snakemake run_folders`, or give the --configfile of that run"
         )
@@ -345,13 +346,13 @@ def run_config_yaml(wildcards):
 
 
 def data_config_yaml(wildcards):
-    if wildcards.data_hash != data_hash(wildcards.dataset):
+    dataset, found = wildcards.dataset, wildcards.data_hash
+    if found != data_hash(dataset):
         raise PipelineConfigError(
-            f"the target's prepared data {wildcards.data_hash!r} of dataset "
-            f"{wildcards.dataset!r} holds other settings than this config's "
-            f"({data_hash(wildcards.dataset)!r})"
+            f"the target's prepared data {found!r} of dataset {dataset!r} holds other settings than "
+            f"this config's ({data_hash(dataset)!r})"
         )
-    return yaml.safe_dump(data_settings(wildcards.dataset), sort_keys=False)
+    return yaml.safe_dump(data_settings(dataset), sort_keys=False)
 
 
 def all_run_dirs():
