@@ -144,7 +144,7 @@ SWEEP_METHOD = config["sweeps"]["method"]
 # config of `run_config` below without the seed, the data config): two configs share a folder only
 # when they describe the same run, so a run of one config never overwrites another's, and a
 # changed setting is a new folder. `snakemake run_folders` lists the folders of a config.
-OUT = config["output_root"].rstrip("/") or "/"
+OUT = str(Path(config["output_root"]))  # without a trailing slash
 HASH = "[0-9a-f]{8}"
 DATA_KEY = "{dataset}/{data_hash}"
 RUN_KEY = "{dataset}/{method}/{variant}/{run_hash}/seed{seed}"
@@ -200,18 +200,7 @@ def known_methods():
     return schema["properties"]["methods"]["items"]["enum"]
 
 
-# A target that no pattern of the config can be (seedabc, an unknown method, a name that is no
-# safe name, a hash that is not one) has no rule to produce it: Snakemake says so, before any job.
-SAFE_NAME = r"(?![^/]*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*"
-
-
-wildcard_constraints:
-    dataset=SAFE_NAME,
-    method="|".join(map(re.escape, known_methods())),
-    variant=SAFE_NAME,
-    seed=r"[0-9]+",
-    run_hash=HASH,
-    data_hash=HASH,
+SAFE_NAME = r"(?![^/]*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*"  # a NAME as a wildcard's pattern
 
 
 def analysed_method():

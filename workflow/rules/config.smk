@@ -5,6 +5,17 @@
 # runs (localrule), also under the SLURM profile.
 
 
+# A target that no pattern of the config can be (seedabc, an unknown method, a name that is no
+# safe name, a hash that is not one) has no rule to produce it: Snakemake says so, before any job.
+wildcard_constraints:
+    dataset=SAFE_NAME,
+    method="|".join(map(re.escape, known_methods())),
+    variant=SAFE_NAME,
+    seed=r"[0-9]+",
+    run_hash=HASH,
+    data_hash=HASH,
+
+
 rule run_config:
     """The resolved config of one run (<root>/runs/.../run.yaml): what `mr2 train --config` reads."""
     output:
@@ -64,5 +75,7 @@ rule run_folders:
     localrule: True
     params:
         table=run_folders_table(),
+    conda:
+        ENV_RESULTS
     shell:
         "printf '%s\\n' {params.table:q} > {output:q} 2> {log:q}"
