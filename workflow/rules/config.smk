@@ -73,9 +73,9 @@ rule run_folders:
     log:
         log_of("run_folders"),
     localrule: True
-    params:
-        table=run_folders_table(),
     conda:
         ENV_RESULTS
+    params:
+        table=run_folders_table(),
     shell:
         "printf '%s\\n' {params.table:q} > {output:q} 2> {log:q}"
