@@ -1,7 +1,10 @@
 # mr2: the MR² replication pipeline. Includes only; the rules live in workflow/rules/.
+# workflow/Snakefile is the same workflow for the Snakemake workflow catalog (the same lines, paths
+# relative to it; tests/test_pipeline.py checks both plan the same jobs).
 #   snakemake --cores all                                    embedded default (config/config.yaml)
 #   snakemake --cores all --configfile config/cifar100.yaml  the paper's CIFAR-100 setting (GPU)
 #   snakemake --profile profiles/slurm --configfile config/cifar100.yaml   on a SLURM cluster
+#   snakemake --cores 1 run_folders                          each run's folder: results/run_folders.tsv
 # Works from any working directory (snakemake -s <repo>/Snakefile) and as a Snakemake module.
 from snakemake.utils import min_version
 
@@ -34,3 +37,4 @@ rule all:
     default_target: True
     input:
         REPORT,
+        RUN_FOLDERS,

@@ -31,7 +31,7 @@ The machine's load average is printed: on a shared machine other processes cut a
 run's wall-clock speed, so compare images per CPU-second too.
 
 Usage: python benchmarks/bench_train.py [--device auto] [--threads 2] [--images 50000]
-       [--batch 128] [--cases all] [--prepared results/data/cifar100.pt] [--model resnet32]
+       [--batch 128] [--cases all] [--prepared results/data/cifar100/<hash>.pt] [--model resnet32]
        python benchmarks/bench_train.py --concurrent 1 12 [--epochs 2] [--threads 1]
 """
 

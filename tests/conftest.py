@@ -62,6 +62,18 @@ def run_snakemake(workdir, *args, check=True, snakefile=REPO / "Snakefile"):
     return res
 
 
+def read_run_folders(path, root="results"):
+    """{(dataset, method, variant, seed): run folder} from a run_folders.tsv (folders under ``root``)."""
+    rows = [line.split("\t") for line in path.read_text().splitlines()[1:]]
+    return {(d, m, v, int(s)): f"{root}/{folder}" for d, m, v, s, folder in rows}
+
+
+def run_folders(workdir, *args):
+    """The run folders of a config as the workflow lists them (its `run_folders` step; ``args`` the config's)."""
+    run_snakemake(workdir, "run_folders", *args)
+    return read_run_folders(workdir / "results" / "run_folders.tsv")
+
+
 @pytest.fixture(scope="session")
 def smoke_workdir(tmp_path_factory):
     """A working directory (not the repository) in which the smoke config has run end to end (once per session)."""

@@ -64,10 +64,32 @@ def test_seed_interval_is_a_clipped_t_interval():
     half = stats.t.ppf(0.975, 2) * np.std([0.2, 0.5, 0.6], ddof=1) / math.sqrt(3)
     assert iv["n"] == 3 and iv["mean"] == pytest.approx(13 / 30)
     assert (iv["lo"], iv["hi"]) == pytest.approx((13 / 30 - half, 13 / 30 + half))
-    wide = statistics.seed_interval([0.9, -0.9])
+    wide = statistics.seed_interval([0.9, -0.9, 0.8])
     assert (wide["lo"], wide["hi"]) == (-1.0, 1.0)
     one = statistics.seed_interval([0.4])
     assert one["mean"] == 0.4 and math.isnan(one["lo"]) and math.isnan(one["hi"])
+
+
+@pytest.mark.parametrize("values", [[0.4, 0.4], [-0.7, -0.7, -0.7], [0.3, 0.5], [0.3, 0.5, 0.5, np.nan]],
+                         ids=["two equal", "three equal", "two distinct", "two distinct of three"])
+def test_fewer_than_three_distinct_rhos_are_undetermined_never_a_verdict(values):
+    """Seeds that agree give an interval of zero width; two distinct values cannot show a spread
+    either: no interval, and the link is undetermined, whatever the sign of ρ."""
+    iv = statistics.seed_interval(values)
+    assert iv["mean"] == pytest.approx(np.nanmean(values)) and math.isnan(iv["lo"]) and math.isnan(iv["hi"])
+    row = {"n_defined": iv["n"], "rho_mean": iv["mean"], "rho_lo": iv["lo"], "rho_hi": iv["hi"]}
+    assert premise_text.link_verdict(row) == "undetermined"
+    assert "fewer than 3 distinct values" in premise_text.format_rho(row)
+    flat = {**row, "rho_lo": -0.7, "rho_hi": -0.7}  # an interval of zero width read from a table
+    assert premise_text.link_verdict(flat) == "undetermined"
+
+
+def test_a_paired_difference_of_zero_width_is_no_verdict():
+    """Every seed the same difference (+1.0): an interval of zero width is no evidence of 'higher'."""
+    d = statistics.paired_difference(np.array([0.6, 0.7]), np.array([0.5, 0.6]))
+    assert d["diff_lo"] == pytest.approx(d["diff_hi"]) and d["diff"] == pytest.approx(0.1)
+    assert statistics.verdict(d["diff"], d["diff_lo"], d["diff_hi"]).startswith("undetermined")
+    assert statistics.verdict(0.1, 0.05, 0.15) == "higher"
 
 
 # ----------------------------------------------------------------------------- synthetic tables
@@ -79,16 +101,20 @@ def synthetic(seeds=rd.SEEDS, sweeps=("statistic=spread",)):
     pc = t["per_class"]
     err = 1 - rd.BASE[pc["class"]]
     pc["mean_sq_norm"] = 2.0
-    pc["spread"] = pc["a"]  # results_data: 1 + 3(1 − BASE) + noise, rising with the error
+    # results_data: 1 + 3(1 − BASE) + noise, rising with the error; one class out of rank in seeds 1
+    # and 2 (by different amounts), so the seeds' ρ differ: an interval of nonzero width
+    pc["spread"] = pc["a"] - pc["seed"].map({1: 0.5, 2: 1.2}).fillna(0.0) * (pc["class"] == 2)
     pc["a"] = pc["mean_sq_norm"] + pc["spread"]
     for p in (3, 5):
         pc[f"mean_sq_norm_p{p}"], pc[f"spread_p{p}"] = 1.0 + 0 * err, err * p
         pc[f"a_p{p}"] = pc[f"mean_sq_norm_p{p}"] + pc[f"spread_p{p}"]
     pc["gamma"] = 1.0
     mr2 = (pc["method"] == "mr2") & (pc["variant"] == "default")
-    pc.loc[mr2, "gamma"] = 1.5 - err[mr2] + 0.01 * pc.loc[mr2, "seed"]
+    # one class out of rank, another in each seed: the seeds' ρ differ (an interval of nonzero width)
+    bump = pc["seed"].map({1: 0.18, 2: 0.3}).fillna(0.0) * (pc["class"] == pc["seed"] + 1)
+    pc.loc[mr2, "gamma"] = 1.5 - err[mr2] + 0.01 * pc.loc[mr2, "seed"] + bump[mr2]
     spread = (pc["method"] == "mr2") & (pc["variant"] == "statistic=spread")
-    pc.loc[spread, "gamma"] = 0.5 + err[spread] + 0.01 * pc.loc[spread, "seed"]
+    pc.loc[spread, "gamma"] = 0.5 + err[spread] + 0.01 * pc.loc[spread, "seed"] - bump[spread]
     t["groups"] = difficulty_table(pc)
     return t
 
@@ -286,7 +312,7 @@ def test_premise_config_plans_the_exploratory_cells(tmp_path):
     res = run_snakemake(workdir, "--configfile", "config/premise.yaml", "-n")
     text = res.stdout + res.stderr
     for variant in ("statistic=spread", "p=3", "p=5"):
-        assert f"results/runs/fashion_mnist/mr2/{variant}/seed2/model.pt" in text
+        assert re.search(rf"results/runs/fashion_mnist/mr2/{re.escape(variant)}/[0-9a-f]{{8}}/seed2/model\.pt", text)
     jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", text[text.index("Job stats:"):], re.M))
     assert jobs["train"] == "21" and jobs["analysis"] == "1"  # (4 methods + 3 variants) x 3 seeds
 

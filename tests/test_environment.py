@@ -40,14 +40,43 @@ def env_requirements(name):
     return sorted(next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d))
 
 
-def test_per_rule_environments_are_slices_of_the_requirements():
-    """workflow/envs/*.yml list requirements.txt's own lines (same ranges), the results one without torch."""
-    every = set(pip_requirements())
+def lock_pins():
+    """{normalised name: version} of requirements.lock."""
+    lines = (ROOT / "requirements.lock").read_text().splitlines()
+    return {normalised(line.split("==")[0]): line.split("==")[1].strip() for line in lines if "==" in line}
+
+
+def normalised(name):
+    return name.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip().lower().replace("_", "-")
+
+
+def test_per_rule_environments_are_pinned_like_the_lock():
+    """workflow/envs/*.yml pin exactly requirements.lock's version of each package, and list only
+    packages of requirements.txt; the results one has no torch."""
+    pins, every = lock_pins(), {normalised(r) for r in pip_requirements()}
     for name in ("torch", "results"):
         reqs = env_requirements(name)
-        assert reqs and set(reqs) <= every, (name, set(reqs) - every)
-    assert not [r for r in env_requirements("results") if r.startswith(("torch", "torchvision"))]
-    assert any(r.startswith("torch>=") for r in env_requirements("torch"))
+        assert reqs and all(r.count("==") == 1 for r in reqs), (name, reqs)
+        for req in reqs:
+            package, version = normalised(req.split("==")[0]), req.split("==")[1]
+            assert package in every, f"workflow/envs/{name}.yml: {package} is not in requirements.txt"
+            assert pins.get(package) == version, f"workflow/envs/{name}.yml: {req}, the lock pins {pins.get(package)}"
+    assert not [r for r in env_requirements("results") if normalised(r) in ("torch", "torchvision")]
+    assert "torch" in {normalised(r) for r in env_requirements("torch")}
+
+
+def test_citation_names_the_release_and_the_papers_authors():
+    import datetime
+    import re
+
+    import mr2
+
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["version"] == mr2.__version__
+    datetime.date.fromisoformat(str(cff["date-released"]))
+    assert re.fullmatch(r"https://[\w.-]+/[\w.-]+/[\w.-]+", cff["repository-code"])
+    authors = cff["preferred-citation"]["authors"]
+    assert len(authors) == 7 and all(a.get("given-names") and a.get("family-names") for a in authors)
 
 
 def test_every_rule_that_runs_python_names_its_environment():

@@ -379,7 +379,9 @@ def test_baselines_config_dry_run_lists_the_jtt_chain_and_every_method(tmp_path)
     assert int(stats["train"]) == len(cfg["methods"]) * n_seeds
     out = res.stdout
     for seed in cfg["seeds"]:
-        errors = f"results/jtt/fashion_mnist/default/seed{seed}/errors.csv"
+        # the jtt run's folder and its steps' folder carry the same hash (the jtt run's settings)
+        run_hash = re.search(rf"results/runs/fashion_mnist/jtt/default/([0-9a-f]{{8}})/seed{seed}/", out).group(1)
+        errors = f"results/jtt/fashion_mnist/default/{run_hash}/seed{seed}/errors.csv"
         assert f"--out {errors}" in out  # the errors step writes it ...
         assert f"--jtt-errors {errors}" in out  # ... and the jtt run up-samples it
     assert out.count("--jtt-stage1") == n_seeds  # stage 1 derived by the engine from the jtt run's config

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from mr2.engine import config as run_config
-from conftest import REPO, pipeline_env, run_snakemake, workdir_with_configs
+from conftest import REPO, pipeline_env, read_run_folders, run_folders, run_snakemake, workdir_with_configs
 
 SMOKE = ["--configfile", "config/smoke.yaml"]
 METHODS = ["erm", "mr2", "mr2_uniform", "mr2_no_rep"]
@@ -56,12 +56,18 @@ def test_smoke_outputs_have_the_expected_content(smoke_results):
     assert not (smoke_results / "figures" / "regimes.png").exists() and "`config/regimes.yaml`" in report
     md = (smoke_results / "tables" / "results.md").read_text()
     assert "| fashion_mnist | mr2 | c_bar=2.0 |" in md
-    run = smoke_results / "runs" / "fashion_mnist" / "mr2" / "c_bar=2.0" / "seed0"
+    folders = read_run_folders(smoke_results / "run_folders.tsv")
+    assert len(folders) == n_runs and set(runs["run_dir"]) == set(folders.values())
+    run = smoke_results.parent / folders["fashion_mnist", "mr2", "c_bar=2.0", 0]
     saved = yaml.safe_load(open(run / "config.yaml"))
     assert saved["method"]["options"]["c_bar"] == 2.0 and saved["tags"]["variant"] == "c_bar=2.0"
     assert json.loads((smoke_results / "pipeline_config.json").read_text())["seeds"] == cfg["seeds"]
     for log in (smoke_results / "logs" / "train").rglob("*.log"):
         assert "epoch 3/3" in log.read_text()
+    for rule in ("train", "evaluate"):  # Snakemake's measurement of each model job
+        benchmarks = list((smoke_results / "benchmarks" / rule).rglob("*.tsv"))
+        assert len(benchmarks) == n_runs
+        assert all(pd.read_csv(b, sep="\t")["s"].iloc[0] > 0 for b in benchmarks)
 
 
 def test_second_run_is_a_no_op(smoke_workdir):
@@ -119,7 +125,7 @@ def test_unquoted_amp_off_in_a_config_file_means_off(tmp_path):
     """YAML 1.1 (Snakemake's reader) turns `amp: off` into false; the pipeline and the engine read it as off."""
     workdir = workdir_with_configs(tmp_path / "wd")
     (workdir / "config" / "off.yaml").write_text((workdir / "config" / "smoke.yaml").read_text() + "\nrun:\n  amp: off\n")
-    run = "results/runs/fashion_mnist/erm/default/seed0/run.yaml"
+    run = run_folders(workdir, "--configfile", "config/off.yaml")["fashion_mnist", "erm", "default", 0] + "/run.yaml"
     run_snakemake(workdir, run, "--configfile", "config/off.yaml")
     assert yaml.safe_load((workdir / run).read_text())["amp"] == "off"
     assert run_config.resolve(sets=["amp=off"])["amp"] == "off"
@@ -142,10 +148,12 @@ def test_the_margin_figures_follow_mr2_whatever_method_is_swept(tmp_path):
 
 
 @pytest.mark.parametrize("target, needle", [
-    ("results/runs/fashion_mnist/mr2/c_bar=0.5/seed0/eval/metrics.json",
+    ("results/runs/fashion_mnist/mr2/c_bar=0.5/0123abcd/seed0/eval/metrics.json",
      "the target's variant 'c_bar=0.5' is neither 'default' nor one of config key 'sweeps' (c_bar=2.0)"),
-    ("results/runs/other/erm/default/seed0/eval/metrics.json",
-     "the target's dataset 'other' is not in config key 'datasets' (fashion_mnist)")])
+    ("results/runs/other/erm/default/0123abcd/seed0/eval/metrics.json",
+     "the target's dataset 'other' is not in config key 'datasets' (fashion_mnist)"),
+    ("results/runs/fashion_mnist/erm/default/0123abcd/seed0/eval/metrics.json",
+     "the target's run folder '0123abcd' (fashion_mnist/erm/default) holds other settings than this config's")])
 def test_a_target_outside_the_config_is_refused_naming_the_key(tmp_path, target, needle):
     res = run_snakemake(workdir_with_configs(tmp_path / "wd"), *SMOKE, "-n", target, check=False)
     assert res.returncode != 0 and needle in res.stdout + res.stderr and "KeyError" not in res.stdout + res.stderr
@@ -159,7 +167,7 @@ def test_one_config_change_adds_only_its_runs(smoke_workdir):
 
 
 def test_one_target_path_reruns_one_run(smoke_workdir):
-    target = "results/runs/fashion_mnist/mr2_uniform/default/seed0/eval/metrics.json"
+    target = run_folders(smoke_workdir, *SMOKE)["fashion_mnist", "mr2_uniform", "default", 0] + "/eval/metrics.json"
     (smoke_workdir / target).unlink()
     res = run_snakemake(smoke_workdir, target, *SMOKE)
     assert (smoke_workdir / target).is_file()
@@ -167,7 +175,7 @@ def test_one_target_path_reruns_one_run(smoke_workdir):
 
 
 def test_killed_training_job_resumes_when_the_workflow_is_rerun(smoke_workdir):
-    run = "results/runs/fashion_mnist/erm/default/seed1"
+    run = run_folders(smoke_workdir, *SMOKE)["fashion_mnist", "erm", "default", 1]
     outputs = [f"{run}/{f}" for f in ("model.pt", "config.yaml", "epochs.csv")]
     for f in outputs:
         (smoke_workdir / f).unlink()
@@ -183,7 +191,7 @@ def test_killed_training_job_resumes_when_the_workflow_is_rerun(smoke_workdir):
     proc.wait()
     assert (smoke_workdir / run / "checkpoint.pt").is_file() and not (smoke_workdir / outputs[0]).exists()
     run_snakemake(smoke_workdir, outputs[0], *SMOKE)
-    log = (smoke_workdir / "results/logs/train/fashion_mnist/erm/default/seed1.log").read_text()
+    log = (smoke_workdir / (run.replace("results/runs/", "results/logs/train/") + ".log")).read_text()
     assert "resuming" in log and "after epoch 1" in log
     assert not (smoke_workdir / run / "checkpoint.pt").exists()
 
@@ -233,6 +241,8 @@ MALICIOUS = {
     "sweep option leaves results/": ({"sweeps": {"method": "mr2", "../x": [1.0]}}, "sweeps"),
     "reference runs a command": ({"reference": "erm;touch PWNED"}, "reference"),
     "dataset key ends in a newline": ({"datasets": {"fm\n": {"data": FM}}}, "datasets"),
+    "output root leaves the folder": ({"output_root": "../escaped"}, "output_root"),
+    "output root runs a command": ({"output_root": "out$(touch PWNED)"}, "output_root"),
 }
 
 
@@ -261,9 +271,10 @@ def test_missing_dataset_fails_in_its_config_job_naming_it(tmp_path):
     assert "data_config" in run_snakemake(workdir, *args, "-n").stdout  # a dry run needs no data
     res = run_snakemake(workdir, *args, check=False)
     assert res.returncode != 0
-    log = (workdir / "results" / "logs" / "data_config" / "cifar100.log").read_text()
+    (log,) = (workdir / "results" / "logs" / "data_config" / "cifar100").glob("*.log")
+    log = log.read_text()
     assert "/nonexistent/cifar" in log and len(log.strip().splitlines()) == 1 and "Traceback" not in log
-    assert not (workdir / "results" / "data" / "cifar100.pt").exists()
+    assert not list((workdir / "results" / "data").rglob("*.pt"))
     assert not list((workdir / "results").rglob("model.pt"))
 
 
@@ -277,10 +288,11 @@ def test_values_given_with_config_are_typed(tmp_path, args):
     res = run_snakemake(workdir, *SMOKE, "-n", "-p", *args)
     assert res.returncode == 0
     if "lam: [0.5]" in args[1]:
-        assert "results/runs/fashion_mnist/mr2/lam=0.5/seed1/run.yaml" in res.stdout
+        assert re.search(r"results/runs/fashion_mnist/mr2/lam=0\.5/[0-9a-f]{8}/seed1/run\.yaml", res.stdout)
     if "lam: 0.3" in args[1]:
-        run_snakemake(workdir, "results/runs/fashion_mnist/mr2/default/seed0/run.yaml", *SMOKE, *args)
-        written = yaml.safe_load((workdir / "results/runs/fashion_mnist/mr2/default/seed0/run.yaml").read_text())
+        run = run_folders(workdir, *SMOKE, *args)["fashion_mnist", "mr2", "default", 0] + "/run.yaml"
+        run_snakemake(workdir, run, *SMOKE, *args)
+        written = yaml.safe_load((workdir / run).read_text())
         assert written["method"]["options"]["lam"] == 0.3 and written["method"]["options"]["c_bar"] == 1.0
 
 
@@ -289,7 +301,7 @@ def test_yaml_1_1_numbers_in_a_file_are_numbers(tmp_path):
     text = (workdir / "config" / "smoke.yaml").read_text() + "method_options: {mr2: {lam: 1e-2}}\n"
     text = text.replace("warmup_epochs: 0}", "warmup_epochs: 0, weight_decay: 5e-4}")
     (workdir / "config" / "typed.yaml").write_text(text)
-    run = "results/runs/fashion_mnist/mr2/default/seed0/run.yaml"
+    run = run_folders(workdir, "--configfile", "config/typed.yaml")["fashion_mnist", "mr2", "default", 0] + "/run.yaml"
     run_snakemake(workdir, run, "--configfile", "config/typed.yaml")
     written = yaml.safe_load((workdir / run).read_text())
     assert written["method"]["options"]["lam"] == 0.01 and written["train"]["weight_decay"] == 0.0005
@@ -302,11 +314,19 @@ def test_every_path_and_name_in_shell_commands_is_quoted():
             assert field.endswith(":q"), f"{path.name}: {{{field}}} is not quoted"
 
 
+def rule_texts():
+    """{rule name: its text} of every rule in workflow/rules/*.smk."""
+    text = "".join(p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk"))
+    return {m.group(1): m.group(0) for m in re.finditer(r"^rule (\w+):\n(?:(?:    .*)?\n)*", text, re.M)}
+
+
 def test_cpu_only_steps_stay_off_the_cluster():
     """Under the SLURM profile the table, figure, analysis, theory, report and config steps run where
-    Snakemake runs (localrules), and the profile names no empty account."""
-    text = "".join(p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk"))
-    local = set(re.findall(r"^\s{4}(\w+),$", text, re.M))
+    Snakemake runs (each rule's `localrule: True`, which renamed rules of a module keep; no
+    `localrules:` by name), and the profile names no empty account."""
+    rules = rule_texts()
+    local = {name for name, text in rules.items() if "\n    localrule: True\n" in text}
+    assert "localrules" not in "".join(p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk"))
     assert {"aggregate", "results_table", "figures", "analysis", "theory_bound", "report", "pipeline_config",
             "run_config", "data_config"} <= local
     assert {"train", "evaluate", "prepare", "jtt_stage1"}.isdisjoint(local)
@@ -321,14 +341,17 @@ def test_runs_per_gpu_declares_gpu_slots_and_claims_a_device(tmp_path):
     jobs = res.stdout.split("\n\n")
     for rule in ("train", "evaluate"):
         mine = [job for job in jobs if re.search(rf"^(local)?rule {rule}:", job.strip(), re.M)]
-        assert mine and all("gpu_slot=1" in job and "gpu=" not in job.replace("gpu_slot", "") for job in mine)
+        # gpu_slot limits how many share a machine's GPUs; gpu=1 gets each job a GPU under SLURM
+        assert mine and all(re.search(r"resources: .*\bgpu_slot=1\b", job) and re.search(r"resources: .*\bgpu=1\b", job)
+                            for job in mine)
     assert "--gpu-slots 4 --lock-dir results/.gpu_locks" in res.stdout
     plain = run_snakemake(workdir, *SMOKE, "-n", "--config", "gpus=1", "--resources", "gpu=1")
     assert "gpu=1" in plain.stdout and "gpu_slot" not in plain.stdout
 
 
 def jobs_of(stdout, rule):
-    return [job for job in stdout.split("\n\n") if re.search(rf"^(local)?rule {rule}:", job.strip(), re.M)]
+    """The text of each job of ``rule`` in a dry run's output (from its `rule` line to the next job's)."""
+    return [job for job in re.split(r"\n(?=\[|(?:local)?rule \w+:)", stdout) if re.match(rf"(local)?rule {rule}:", job)]
 
 
 def test_gpu_jobs_spread_over_the_gpus_of_a_machine(tmp_path):
@@ -370,6 +393,161 @@ use rule * from mr2 as mr2_*
     res = run_snakemake(workdir, "-n", snakefile=workdir / "Snakefile")
     as_module = planned_jobs(res)
     assert as_module == {f"mr2_{rule}": n for rule, n in direct.items()}
-    run = "results/runs/fashion_mnist/mr2/c_bar=2.0/seed0/run.yaml"
+    run = run_folders(workdir, *SMOKE)["fashion_mnist", "mr2", "c_bar=2.0", 0] + "/run.yaml"
     run_snakemake(workdir, run, snakefile=workdir / "Snakefile")
     assert yaml.safe_load((workdir / run).read_text())["tags"]["sweep"] == "c_bar"
+
+
+def planned_paths(res):
+    """Every output, log and benchmark path of a dry run's jobs, by rule: {rule: set of paths}."""
+    paths = {}
+    for job in re.split(r"\n(?=\[|(?:local)?rule \w+:)", res.stdout + res.stderr):
+        rule = re.match(r"(?:local)?rule (\w+):", job)
+        if rule:
+            for field in re.findall(r"^    (?:output|log|benchmark): (.*)$", job, re.M):
+                paths.setdefault(rule.group(1), set()).update(field.split(", "))
+    return paths
+
+
+#: the jobs of one run or one dataset (the rest are the config's views of its runs: tables, report)
+RUN_RULES = {"run_config", "data_config", "prepare", "train", "evaluate", "jtt_stage1", "jtt_errors"}
+
+
+def test_the_shipped_configs_share_no_run_path_and_one_ablation_reuses_its_folders(tmp_path):
+    """config/config.yaml and config/smoke.yaml both name their dataset fashion_mnist: in one working
+    directory no run, prepared dataset, log or benchmark of one is a path of the other's, and smoke
+    after a (faked) default plans all of its own runs and none of the default's files. A config that
+    selects some runs of another (`--config 'methods=[erm,mr2_uniform]' 'seeds=[0]'`) names the same folders."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    default = planned_paths(run_snakemake(workdir, "-n"))
+    smoke = planned_paths(run_snakemake(workdir, *SMOKE, "-n"))
+    default_runs = set().union(*(default[r] for r in RUN_RULES & set(default)))
+    smoke_runs = set().union(*(smoke[r] for r in RUN_RULES & set(smoke)))
+    assert len(default["train"]) > 0 and len(smoke["train"]) > 0
+    assert not default_runs & smoke_runs, sorted(default_runs & smoke_runs)[:5]
+    folders = run_folders(workdir, *SMOKE)
+    one = run_folders(workdir, *SMOKE, "--config", "methods=[erm,mr2_uniform]", "seeds=[0]")
+    assert len(one) == 3 and one == {(d, m, v, seed): folders[d, m, v, seed] for d, m, v, seed in one}
+    for path in default_runs | set().union(*default.values()):  # the default has run: its files exist
+        (workdir / path).parent.mkdir(parents=True, exist_ok=True)
+        (workdir / path).touch()
+    # (files without Snakemake's metadata: --forcerun makes smoke's tables ask for all of its runs)
+    after = run_snakemake(workdir, *SMOKE, "-n", "--forcerun", "aggregate")
+    assert planned_paths(after)["train"] == smoke["train"]  # all of smoke's runs, still to train
+    assert not set().union(*planned_paths(after).values()) & default_runs
+
+
+def test_output_root_moves_every_path(tmp_path):
+    """Every output, log, benchmark and path argument of a command is under `output_root`, relative or absolute."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    for root in ("elsewhere/out", str(tmp_path / "abs")):
+        res = run_snakemake(workdir, *SMOKE, "-n", "-p", "--config", f"output_root={root}", "gpus=1", "device=cuda")
+        paths = set().union(*planned_paths(res).values())
+        assert paths and all(p.startswith(f"{root}/") for p in paths), sorted(p for p in paths if not p.startswith(root))
+        commands = [line for line in res.stdout.splitlines() if "python -m " in line]
+        assert commands and not [c for c in commands if re.search(r"(?<![\w/])results/", c)]
+        assert f"--lock-dir {root}/.gpu_locks" in res.stdout
+
+
+def test_the_workflow_works_as_a_module_with_a_prefix(tmp_path):
+    """`module mr2: ... prefix: "sub"`: every path of every job, and every path its command reads or
+    writes (the aggregated runs, the GPU locks), is under sub/; a real run writes nothing elsewhere
+    and never reads the working directory's results/."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    small = with_change(workdir, {"methods": ["erm", "mr2"], "sweeps": {"method": "mr2"}}, name="small.yaml")
+    (workdir / "Snakefile").write_text(f"""configfile: "{small[1]}"
+
+
+module mr2:
+    snakefile:
+        "{REPO / 'Snakefile'}"
+    config:
+        config
+    prefix:
+        "sub"
+
+
+use rule * from mr2 as mr2_*
+""")
+    res = run_snakemake(workdir, "-n", "-p", "--config", "gpus=1", "device=cuda", snakefile=workdir / "Snakefile")
+    paths = set().union(*planned_paths(res).values())
+    assert paths and all(p.startswith("sub/results/") for p in paths)
+    (aggregate,) = [line for line in res.stdout.splitlines() if "mr2 aggregate --runs" in line]
+    runs = aggregate.split("--runs ")[1].split(" --reference")[0].split()
+    assert len(runs) == 4 and all(r.startswith("sub/results/runs/") for r in runs)
+    assert "--lock-dir sub/results/.gpu_locks" in res.stdout and "--lock-dir results/" not in res.stdout
+    (workdir / "results" / "runs").mkdir(parents=True)  # a decoy: another workflow's results/
+    run_snakemake(workdir, snakefile=workdir / "Snakefile")
+    assert (workdir / "sub" / "results" / "report.md").is_file()
+    assert [p.name for p in (workdir / "results").rglob("*")] == ["runs"]
+    tables = pd.read_csv(workdir / "sub" / "results" / "tables" / "runs.csv")
+    assert len(tables) == 4 and tables["run_dir"].str.startswith("sub/results/runs/").all()
+
+
+def test_both_entries_plan_the_same_jobs(tmp_path):
+    """The top-level Snakefile and workflow/Snakefile (the catalog's entry) are the same workflow."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    top = run_snakemake(workdir, *SMOKE, "-n")
+    catalog = run_snakemake(workdir, *SMOKE, "-n", snakefile=REPO / "workflow" / "Snakefile")
+    assert planned_jobs(top) == planned_jobs(catalog) and planned_paths(top) == planned_paths(catalog)
+    meta = yaml.safe_load((REPO / ".snakemake-workflow-catalog.yml").read_text())
+    assert meta["usage"]["software-stack-deployment"]["conda"] and list((REPO / "workflow" / "envs").glob("*.yml"))
+
+
+def test_snakefiles_pass_snakefmt():
+    pytest.importorskip("snakefmt", reason="snakefmt is not installed (pip install -r requirements.txt)")
+    import sys
+
+    files = [REPO / "Snakefile", REPO / "workflow"]
+    res = subprocess.run([sys.executable, "-m", "snakefmt", "--check", *map(str, files)], cwd=REPO,
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("target", [
+    "results/runs/fashion_mnist/erm/default/{hash}/seedabc/eval/metrics.json",
+    "results/runs/fashion_mnist/mr3/default/{hash}/seed0/eval/metrics.json",
+    "results/runs/fashion_mnist/erm/default/nohash/seed0/eval/metrics.json",
+    "results/runs/fashion_mnist/erm/default/{hash}/seed0/../../x/eval/metrics.json",
+], ids=["seed", "method", "hash", "dots"])
+def test_a_target_no_pattern_matches_has_no_rule(tmp_path, target):
+    """A target that no path of the config can be fails before any job with Snakemake's "no rule to
+    produce" message, not a traceback."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    erm = run_folders(workdir, *SMOKE)["fashion_mnist", "erm", "default", 0]
+    target = target.format(hash=erm.split("/")[-2])
+    res = run_snakemake(workdir, *SMOKE, "-n", target, check=False)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "No rule to produce" in out and "Traceback" not in out, out[-2000:]
+
+
+def test_slurm_profile_settings_apply_to_renamed_rules_and_shared_gpus_get_a_gpu(tmp_path):
+    """With the SLURM profile, a module's `mr2_*` rules get the same per-rule resources as the
+    workflow's own; with runs_per_gpu each model job still asks SLURM for a GPU (gpu=1)."""
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    for section in ("set-resources", "set-threads"):
+        own = {k: v for k, v in profile[section].items() if not k.startswith("mr2_")}
+        assert own and all(profile[section][f"mr2_{k}"] == v for k, v in own.items())
+    workdir = workdir_with_configs(tmp_path / "wd")
+    (workdir / "Snakefile").write_text(f"""configfile: "config/smoke.yaml"
+
+
+module mr2:
+    snakefile:
+        "{REPO / 'Snakefile'}"
+    config:
+        config
+
+
+use rule * from mr2 as mr2_*
+""")
+    args = ["-n", "--profile", str(REPO / "profiles" / "slurm"), "--config", "gpus=1", "runs_per_gpu=2"]
+    for snakefile, name in ((workdir / "Snakefile", "mr2_{}"), (REPO / "Snakefile", "{}")):
+        res = run_snakemake(workdir, *args, *([] if name == "mr2_{}" else SMOKE), snakefile=snakefile)
+        for rule, wanted in (("prepare", {"slurm_partition": "cpu", "runtime": "30"}), ("evaluate", {"runtime": "30"}),
+                             ("train", {"runtime": "240", "gpu": "1", "gpu_slot": "1"})):
+            mine = jobs_of(res.stdout, name.format(rule))
+            assert mine, (rule, name)
+            for job in mine:
+                resources = dict(re.findall(r"(\w+)=([^,\n]+)", re.search(r"resources: (.*)", job).group(1)))
+                assert {k: resources.get(k) for k in wanted} == wanted, (rule, resources)

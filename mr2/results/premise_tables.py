@@ -20,7 +20,8 @@ constant (ERM's γ_k ≡ 1, uniform margins) or fewer than 3 classes have finite
 Seed interval (documented choice). Over the n runs (seeds) of a dataset × method × variant the
 summary is the mean of the per-seed ρ with the t-interval mean ± t_{(1+level)/2, n−1}·sd/√n
 (sd with n − 1), clipped to [−1, 1] (``seed_interval``). NaN per-seed ρ are left out
-(``n_defined``); with fewer than 2 defined seeds the interval is NaN. A bootstrap over 3 seeds
+(``n_defined``); with fewer than 3 distinct defined values (so also for seeds that agree, an
+interval of zero width) the interval is NaN and the link undetermined. A bootstrap over 3 seeds
 would be no better founded, so the t-interval is used.
 
 Tables (``analyse``), all tidy, each row carrying dataset, method, variant:

@@ -49,7 +49,8 @@ def format_rho(row: dict[str, Any] | None, level: float = LEVEL) -> str:
     if not row["n_defined"]:
         return "undefined (fewer than 3 classes, or one side is constant across classes)"
     if pd.isna(row["rho_lo"]):
-        return f"{row['rho_mean']:+.2f} [no interval: {int(row['n_defined'])} seed]"
+        n = int(row["n_defined"])
+        return f"{row['rho_mean']:+.2f} [no interval: {n} seed{'s, fewer than 3 distinct values' if n > 1 else ''}]"
     return (f"{row['rho_mean']:+.2f} [{percent(level)} CI {row['rho_lo']:+.2f}, {row['rho_hi']:+.2f}; "
             f"{int(row['n_defined'])} seeds]")
 
@@ -57,8 +58,8 @@ def format_rho(row: dict[str, Any] | None, level: float = LEVEL) -> str:
 def link_verdict(row: dict[str, Any] | None) -> str:
     """The word a link's seed interval earns (``mr2.results.statistics.correlation_verdict``): 'holds',
     'reversed', 'not shown', 'uninformative' (as wide as [−1, +1]) or 'undetermined' (no interval:
-    fewer than 2 seeds, or ρ undefined)."""
-    if row is None or not row["n_defined"] or pd.isna(row["rho_lo"]):
+    fewer than 3 distinct per-seed values, ρ undefined, or an interval of zero width)."""
+    if row is None or not row["n_defined"] or pd.isna(row["rho_lo"]) or not row["rho_hi"] - row["rho_lo"] > 1e-9:
         return "undetermined"
     return correlation_verdict(row["rho_lo"], row["rho_hi"])
 

@@ -299,8 +299,8 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "",
         f"{n_runs} runs: datasets {', '.join(map(str, runs['dataset'].unique()))}; methods "
         f"{', '.join(map(str, runs['method'].unique()))}; seeds {', '.join(map(str, sorted(runs['seed'].unique())))}. "
-        "Each run's resolved config is `config.yaml` in its run folder (`results/runs/<dataset>/<method>/"
-        "<variant>/seed<k>/`); the tidy tables are in `results/tables/`.",
+        "Each run's resolved config is `config.yaml` in its run folder (`runs/<dataset>/<method>/"
+        "<variant>/<hash>/seed<k>/` beside this report); the tidy tables are in `tables/`.",
         "",
         *([options, ""] if options else []),
         "Easy/medium/hard: thirds of the classes ranked by the reference method's per-class test accuracy "

@@ -100,8 +100,9 @@ def seeds_needed(sd: float, target: float, alpha: float = 1 - LEVEL, power: floa
 
 
 def verdict(diff: float, lo: float, hi: float) -> str:
-    """'higher' / 'lower' when the interval excludes 0, else 'no clear difference'."""
-    if any(math.isnan(v) for v in (diff, lo, hi)):
+    """'higher' / 'lower' when the interval excludes 0, else 'no clear difference'; undetermined
+    without an interval or with one of zero width (every seed the same difference: no spread)."""
+    if any(math.isnan(v) for v in (diff, lo, hi)) or not hi - lo > 1e-9 * max(1.0, abs(diff)):
         return "undetermined (too few seeds for an interval)"
     if lo > 0:
         return "higher"
@@ -156,11 +157,20 @@ def grouped_spearman(frame: pd.DataFrame, keys: Sequence[str], x: str, y: str) -
     return out[keys + ["rho", "n"]]
 
 
+#: the fewest distinct per-seed values whose spread a seed interval may rest on
+MIN_DISTINCT = 3
+
+
 def seed_interval(values: Iterable[float], level: float = LEVEL) -> dict[str, float]:
     """Mean of per-seed correlations with their ``t_interval`` clipped to [−1, 1]; NaN values are
-    left out (n = the defined ones). Fewer than 2 defined values: no interval (NaN)."""
+    left out (n = the defined ones). Fewer than ``MIN_DISTINCT`` distinct defined values (one seed,
+    two seeds, or seeds that agree, down to an interval of zero width): no interval (NaN), so no
+    verdict rests on a spread the seeds cannot show."""
     iv = t_interval(values, level)
-    if iv["n"] >= 2:
+    finite = {round(float(v), 9) for v in values if math.isfinite(float(v))}  # equal up to rounding
+    if len(finite) < MIN_DISTINCT:
+        iv["lo"], iv["hi"] = math.nan, math.nan
+    elif iv["n"] >= 2:
         iv["lo"], iv["hi"] = max(-1.0, iv["lo"]), min(1.0, iv["hi"])
     return iv
 

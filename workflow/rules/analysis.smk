@@ -1,12 +1,7 @@
 # Does the paper's premise hold? Each link of MR²'s chain measured from the tidy tables
 # (mr2/results/premise_*.py): rank correlations with seed intervals, a_k's decomposition, two figures.
-ANALYSIS = "results/analysis"
 ANALYSIS_TABLES = ["correlations", "correlation_summary", "decomposition", "decomposition_summary", "margins"]
 ANALYSIS_FIGURES = ["premise_decomposition", "premise_margins"]
-
-
-localrules:
-    analysis,
 
 
 rule analysis:
@@ -18,15 +13,19 @@ rule analysis:
         summary=report(f"{ANALYSIS}/correlation_summary.csv", caption="../report/premise_table.rst", category="Premise"),
         png=[report(f"{ANALYSIS}/{n}.png", caption=f"../report/{n}.rst", category="Premise") for n in ANALYSIS_FIGURES],
         pdf=[f"{ANALYSIS}/{n}.pdf" for n in ANALYSIS_FIGURES],
+    log:
+        log_of("analysis"),
+    benchmark:
+        benchmark_of("analysis")
+    localrule: True
+    conda:
+        ENV_RESULTS
     params:
+        repo=REPO,
         reference=REFERENCE,
         method=MR2_METHOD,
         tables=lambda wildcards, input: folder_of(input[0]),
         out=lambda wildcards, output: folder_of(output.summary),
-    log:
-        f"{LOGS}/analysis.log",
-    conda:
-        ENV_RESULTS
     shell:
-        "python -m mr2 analysis --tables {params.tables:q} --reference {params.reference:q} --method {params.method:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 analysis --tables {params.tables:q} --reference {params.reference:q} --method {params.method:q}"
         " --out {params.out:q} > {log:q} 2>&1"

@@ -7,6 +7,8 @@
 # short jobs, `run_config` and `data_config`, with the same named errors.
 
 import copy
+import functools
+import hashlib
 import json
 import math
 import re
@@ -22,39 +24,12 @@ ROOT = Path(workflow.current_basedir.get_path_or_uri(secret_free=True)).resolve(
 CAPTIONS = ROOT / "workflow" / "report"
 ENV_TORCH = "../envs/torch.yml"  # configs, prepare, train, evaluate, theory (--sdm conda)
 ENV_RESULTS = "../envs/results.yml"  # tables, figures, analysis, report: pandas and matplotlib, no torch
+# Every job runs this workflow's own mr2 (the repository the Snakefile is in), whatever the working
+# directory or the environment, so the code that trains is the code that was checked: each rule's
+# command starts with PYTHONPATH={params.repo:q}..., not a global shell.prefix, which would also
+# prefix the rules of a workflow that uses this one as a module.
+REPO = str(ROOT)
 
-DATA = "results/data/{dataset}.pt"
-DATA_CONFIG = "results/data/{dataset}.yaml"
-RUN_DIR = "results/runs/{dataset}/{method}/{variant}/seed{seed}"
-RUN_CONFIG = f"{RUN_DIR}/run.yaml"
-# JTT's stage 1 (an ERM run) and its error set on the training split: steps of a jtt run, not results
-JTT_DIR = "results/jtt/{dataset}/{variant}/seed{seed}"
-JTT_STAGE1_DIR = f"{JTT_DIR}/stage1"
-JTT_ERRORS = f"{JTT_DIR}/errors.csv"
-RUN_FILES = ["model.pt", "config.yaml", "epochs.csv"]
-EVAL_DIR = f"{RUN_DIR}/eval"
-EVAL_FILES = ["per_class.csv", "confusion.csv", "metrics.json"]
-TABLES = "results/tables"
-TABLE_NAMES = ["per_class", "runs", "epochs", "groups"]
-FIGURES = "results/figures"
-LOGS = "results/logs"
-REPORT = "results/report.md"
-REPORT_HTML = "results/report_page.html"
-THEORY = "results/theory"
-THEORY_FIGURE = "bound_terms"  # written by the theory step into FIGURES, beside the results figures
-PIPELINE_CONFIG = "results/pipeline_config.json"
-GPU_LOCKS = "results/.gpu_locks"
-FIGURE_NAMES = [
-    "claim_forest",
-    "per_class_sorted",
-    "accuracy_vs_variability",
-    "group_accuracy",
-    "change_vs_erm",
-    "margins_over_training",
-    "sweeps",
-    "regimes",
-    "tradeoff",
-]
 DEFAULT_VARIANT = "default"
 NAME = re.compile(r"^(?!.*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*\Z")  # \Z: `$` would let a final newline in
 
@@ -101,23 +76,31 @@ def check_cross_keys():
             raise PipelineConfigError(f"config key 'method_model.{method}': method {method!r} is not run")
     for method in config["method_options"]:
         if method not in methods and not (swept and method == sweep_method):
-            raise PipelineConfigError(f"config key 'method_options.{method}': method {method!r} is not run "
-                                      f"(not in 'methods' {methods}{' nor sweeps.method' if swept else ''})")
+            raise PipelineConfigError(
+                f"config key 'method_options.{method}': method {method!r} is not run "
+                f"(not in 'methods' {methods}{' nor sweeps.method' if swept else ''})"
+            )
     takes = method_option_names(sweep_method)
     for key in swept:
         if key not in takes:
-            raise PipelineConfigError(f"config key 'sweeps.{key}': method {sweep_method!r} (sweeps.method) has no "
-                                      f"option {key!r}; its options: {', '.join(sorted(takes)) or 'none'}")
+            raise PipelineConfigError(
+                f"config key 'sweeps.{key}': method {sweep_method!r} (sweeps.method) has no "
+                f"option {key!r}; its options: {', '.join(sorted(takes)) or 'none'}"
+            )
     for variant in sweep_variants():
         if not NAME.match(variant):
-            raise PipelineConfigError(f"config key 'sweeps': variant name {variant!r} is not a safe name "
-                                      "(letters, digits and _ . = - only)")
+            raise PipelineConfigError(
+                f"config key 'sweeps': variant name {variant!r} is not a safe name "
+                "(letters, digits and _ . = - only)"
+            )
     for seed in config["seeds"]:  # the schema's "integer" lets 1.0 in; torch takes 64 bits at most
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
             raise PipelineConfigError(f"config key 'seeds': {seed!r} is not an integer in [0, 2**64)")
     if config["runs_per_gpu"] > 1 and config["gpus"] != 1:
-        raise PipelineConfigError(f"config key 'runs_per_gpu' ({config['runs_per_gpu']}) shares one GPU between runs: "
-                                  f"it needs gpus: 1 (got gpus: {config['gpus']})")
+        raise PipelineConfigError(
+            f"config key 'runs_per_gpu' ({config['runs_per_gpu']}) shares one GPU between runs: "
+            f"it needs gpus: 1 (got gpus: {config['gpus']})"
+        )
 
 
 def method_option_names(method):
@@ -140,8 +123,12 @@ def variant_name(option, value):
 def sweep_variants():
     """Variants of the swept method, one option changed each: {"c_bar=0.5": ("c_bar", 0.5), ...}.
     c_bar and lam are the paper's Fig. 5; any other option of the method may be swept too."""
-    return {variant_name(key, value): (key, value) for key, values in config["sweeps"].items() if key != "method"
-            for value in values}
+    return {
+        variant_name(key, value): (key, value)
+        for key, values in config["sweeps"].items()
+        if key != "method"
+        for value in values
+    }
 
 
 def amp_off(settings):
@@ -155,6 +142,73 @@ amp_off(config.get("run"))
 validate(config, schema="../schemas/config.schema.yaml")
 check_cross_keys()
 SWEEP_METHOD = config["sweeps"]["method"]
+
+
+# ----------------------------------------------------------------------------- path patterns
+# Every path is under the output root (config key `output_root`, default results). A run's folder
+# and a prepared dataset carry a short hash of their settings as the pipeline states them (the run
+# config of `run_config` below without the seed, the data config): two configs share a folder only
+# when they describe the same run, so a run of one config never overwrites another's, and a
+# changed setting is a new folder. `snakemake run_folders` lists the folders of a config.
+OUT = str(Path(config["output_root"]))  # without a trailing slash
+HASH = "[0-9a-f]{8}"
+DATA_KEY = "{dataset}/{data_hash}"
+RUN_KEY = "{dataset}/{method}/{variant}/{run_hash}/seed{seed}"
+JTT_KEY = "{dataset}/{variant}/{run_hash}/seed{seed}"  # the run_hash of the jtt run it belongs to
+DATA = f"{OUT}/data/{DATA_KEY}.pt"
+DATA_CONFIG = f"{OUT}/data/{DATA_KEY}.yaml"
+RUN_DIR = f"{OUT}/runs/{RUN_KEY}"
+RUN_CONFIG = f"{RUN_DIR}/run.yaml"
+# JTT's stage 1 (an ERM run) and its error set on the training split: steps of a jtt run, not results
+JTT_DIR = f"{OUT}/jtt/{JTT_KEY}"
+JTT_STAGE1_DIR = f"{JTT_DIR}/stage1"
+JTT_ERRORS = f"{JTT_DIR}/errors.csv"
+RUN_FILES = ["model.pt", "config.yaml", "epochs.csv"]
+EVAL_DIR = f"{RUN_DIR}/eval"
+EVAL_FILES = ["per_class.csv", "confusion.csv", "metrics.json"]
+TABLES = f"{OUT}/tables"
+TABLE_NAMES = ["per_class", "runs", "epochs", "groups"]
+FIGURES = f"{OUT}/figures"
+ANALYSIS = f"{OUT}/analysis"
+LOGS = f"{OUT}/logs"
+BENCHMARKS = f"{OUT}/benchmarks"
+REPORT = f"{OUT}/report.md"
+REPORT_HTML = f"{OUT}/report_page.html"
+THEORY = f"{OUT}/theory"
+THEORY_FIGURE = "bound_terms"  # written by the theory step into FIGURES, beside the results figures
+PIPELINE_CONFIG = f"{OUT}/pipeline_config.json"
+RUN_FOLDERS = f"{OUT}/run_folders.tsv"
+GPU_LOCKS = ".gpu_locks"  # under the output root as the job's outputs place it (locks_of)
+FIGURE_NAMES = [
+    "claim_forest",
+    "per_class_sorted",
+    "accuracy_vs_variability",
+    "group_accuracy",
+    "change_vs_erm",
+    "margins_over_training",
+    "sweeps",
+    "regimes",
+    "tradeoff",
+]
+
+
+def log_of(rule, key=None):
+    """``<root>/logs/<rule>/<key>.log`` (``<rule>.log`` for a job without wildcards)."""
+    return f"{LOGS}/{rule}/{key}.log" if key else f"{LOGS}/{rule}.log"
+
+
+def benchmark_of(rule, key=None):
+    """``<root>/benchmarks/<rule>/<key>.tsv``: Snakemake's measurement of the job (s, max_rss, ...)."""
+    return f"{BENCHMARKS}/{rule}/{key}.tsv" if key else f"{BENCHMARKS}/{rule}.tsv"
+
+
+def known_methods():
+    """Every method the schema knows (the `methods` enum)."""
+    schema = yaml.safe_load((ROOT / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    return schema["properties"]["methods"]["items"]["enum"]
+
+
+SAFE_NAME = r"(?![^/]*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*"  # a NAME as a wildcard's pattern
 
 
 def analysed_method():
@@ -194,8 +248,10 @@ def merged(base, update):
 def dataset_block(dataset):
     """The config's block of a target's dataset; a `PipelineConfigError` naming the key when there is none."""
     if dataset not in config["datasets"]:
-        raise PipelineConfigError(f"the target's dataset {dataset!r} is not in config key 'datasets' "
-                                  f"({', '.join(config['datasets'])}): add it, or give the --configfile that has it")
+        raise PipelineConfigError(
+            f"the target's dataset {dataset!r} is not in config key 'datasets' "
+            f"({', '.join(config['datasets'])}): add it, or give the --configfile that has it"
+        )
     return config["datasets"][dataset]
 
 
@@ -210,28 +266,96 @@ def run_config(dataset, method, variant, seed):
     tags = {"variant": variant, "dataset_key": dataset}
     if variant != DEFAULT_VARIANT:
         if variant not in sweep_variants():
-            raise PipelineConfigError(f"the target's variant {variant!r} is neither {DEFAULT_VARIANT!r} nor one of config "
-                                      f"key 'sweeps' ({', '.join(sweep_variants()) or 'none'}): add it there, or give "
-                                      "the --configfile that has it")
+            raise PipelineConfigError(
+                f"the target's variant {variant!r} is neither {DEFAULT_VARIANT!r} nor one of config "
+                f"key 'sweeps' ({', '.join(sweep_variants()) or 'none'}): add it there, or give "
+                "the --configfile that has it"
+            )
         option, value = sweep_variants()[variant]
         options[option] = value
         tags["sweep"] = option
-    return {**cfg, "seed": int(seed), "device": config["device"], "threads": config["threads"], "tags": tags,
-            "method": {"name": method, "options": options}}
+    return {
+        **cfg,
+        "seed": int(seed),
+        "device": config["device"],
+        "threads": config["threads"],
+        "tags": tags,
+        "method": {"name": method, "options": options},
+    }
+
+
+def short_hash(settings):
+    """The first 8 hex digits of SHA-256 of ``settings`` as canonical JSON (sorted keys): the same
+    settings give the same name in every session and on every machine."""
+    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+@functools.cache
+def run_hash(dataset, method, variant):
+    """The name of a run's settings: the hash of its run config without the seed (the seed is the
+    folder below), so the seeds of one setting share their parent folder."""
+    settings = run_config(dataset, method, variant, 0)
+    del settings["seed"]
+    return short_hash(settings)
+
+
+def data_settings(dataset):
+    """The data section of a dataset block as the pipeline states it (`run.data` updated by the block's)."""
+    return {"data": merged(config["run"].get("data", {}), dataset_block(dataset)["data"])}
+
+
+@functools.cache
+def data_hash(dataset):
+    return short_hash(data_settings(dataset))
+
+
+def run_dir(dataset, method, variant, seed):
+    """The folder of one run of the config (under the unmoved output root)."""
+    return RUN_DIR.format(
+        dataset=dataset, method=method, variant=variant, seed=seed, run_hash=run_hash(dataset, method, variant)
+    )
+
+
+def checked_run(wildcards):
+    """A target's run must be one of the config's settings: its hash is the one the config gives it,
+    else a `PipelineConfigError` naming the folder (a folder of other settings is never reused)."""
+    method = getattr(wildcards, "method", "jtt")  # the JTT steps belong to a jtt run
+    dataset, variant, found = wildcards.dataset, wildcards.variant, wildcards.run_hash
+    expected = run_hash(dataset, method, variant)
+    if found != expected:
+        raise PipelineConfigError(
+            f"the target's run folder {found!r} ({dataset}/{method}/{variant}) "
+            f"holds other settings than this config's ({expected!r}): list this config's folders with "
+            "`snakemake run_folders`, or give the --configfile of that run"
+        )
+
+
+def data_of_run(wildcards):
+    """The prepared dataset of a target's run (after checking the run is one of the config's)."""
+    checked_run(wildcards)
+    return DATA.format(dataset=wildcards.dataset, data_hash=data_hash(wildcards.dataset))
 
 
 def run_config_yaml(wildcards):
-    return yaml.safe_dump(run_config(wildcards.dataset, wildcards.method, wildcards.variant, wildcards.seed),
-                          sort_keys=False)
+    checked_run(wildcards)
+    return yaml.safe_dump(
+        run_config(wildcards.dataset, wildcards.method, wildcards.variant, wildcards.seed), sort_keys=False
+    )
 
 
 def data_config_yaml(wildcards):
-    block = merged(config["run"].get("data", {}), dataset_block(wildcards.dataset)["data"])
-    return yaml.safe_dump({"data": block}, sort_keys=False)
+    dataset, found = wildcards.dataset, wildcards.data_hash
+    if found != data_hash(dataset):
+        raise PipelineConfigError(
+            f"the target's prepared data {found!r} of dataset {dataset!r} holds other settings than "
+            f"this config's ({data_hash(dataset)!r})"
+        )
+    return yaml.safe_dump(data_settings(dataset), sort_keys=False)
 
 
 def all_run_dirs():
-    return [RUN_DIR.format(**r) for r in runs()]
+    return [run_dir(**r) for r in runs()]
 
 
 def all_run_files():
@@ -239,11 +363,27 @@ def all_run_files():
     return [f"{d}/{f}" for d in all_run_dirs() for f in RUN_FILES[1:] + [f"eval/{e}" for e in EVAL_FILES]]
 
 
+def run_dirs_of(input):
+    """The run folders of the aggregate step's inputs, in the config's order, as Snakemake placed
+    them (a module's `prefix:` moves them; the patterns above are never read unmoved)."""
+    return [folder_of(f) for f in input if Path(f).name == RUN_FILES[1]]
+
+
+def run_folders_table():
+    """``dataset method variant seed folder`` per run of the config (folders relative to the output root)."""
+    rows = ["dataset\tmethod\tvariant\tseed\tfolder"]
+    for r in runs():
+        rows.append("\t".join([*map(str, r.values()), str(Path(run_dir(**r)).relative_to(OUT))]))
+    return "\n".join(rows)
+
+
 def upsample_input(wildcards):
     """The error set a jtt run up-samples; nothing for the other methods."""
     if wildcards.method != "jtt":
         return []
-    return JTT_ERRORS.format(dataset=wildcards.dataset, variant=wildcards.variant, seed=wildcards.seed)
+    return JTT_ERRORS.format(
+        dataset=wildcards.dataset, variant=wildcards.variant, run_hash=wildcards.run_hash, seed=wildcards.seed
+    )
 
 
 def jtt_errors_args(wildcards, input):
@@ -256,40 +396,62 @@ def theory_args():
     return [word for key, value in sorted(config["theory"].items()) for word in (f"--{key}", str(value))]
 
 
-def launcher():
+def locks_of(path, pattern, wildcards):
+    """``<root>/.gpu_locks`` beside a job's output ``path`` (``pattern`` filled with ``wildcards``):
+    the output root where Snakemake placed it, also when a module's `prefix:` moved it."""
+    tail = pattern.format(**dict(wildcards.items()))[len(OUT) :]
+    path = str(path)
+    if not path.endswith(tail):
+        raise PipelineConfigError(f"output {path} is not {pattern} under an output root")
+    return f"{path[: len(path) - len(tail)]}/{GPU_LOCKS}"
+
+
+def launcher(locks):
     """The command that runs the CLI for training: ``python -m mr2``, or with `gpus` > 1 torchrun with
     one process per GPU on one node (``--standalone`` picks a free port, so several runs can share a
     node), started by ``mr2 on-gpus`` on `gpus` GPUs of the machine that no other job holds."""
     if config["gpus"] <= 1:
         return ["python", "-m", "mr2"]
-    return ["python", "-m", "mr2", "on-gpus", str(config["gpus"]), "--lock-dir", GPU_LOCKS, "--",
-            "python", "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={config['gpus']}", "-m", "mr2"]
+    return [
+        "python",
+        "-m",
+        "mr2",
+        "on-gpus",
+        str(config["gpus"]),
+        "--lock-dir",
+        locks,
+        "--",
+        "python",
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={config['gpus']}",
+        "-m",
+        "mr2",
+    ]
 
 
 def gpu_resources(one_process=False):
     """What a model job declares: `gpu=N` for a training job (`gpus` processes), `gpu=1` for a
-    one-process job (evaluation, JTT's error set), or with runs_per_gpu > 1 `gpu_slot=1`."""
+    one-process job (evaluation, JTT's error set). With runs_per_gpu > 1 a job also declares
+    `gpu_slot=1`: run locally with `--resources gpu_slot=<GPUs x runs_per_gpu>` (gpu left unlimited),
+    the jobs share the machine's GPUs; under SLURM `gpu=1` is what gets the job a GPU of its own."""
     if config["gpus"] <= 0:
         return {}
     if config["runs_per_gpu"] > 1:
-        return {"gpu_slot": 1}
+        return {"gpu": 1, "gpu_slot": 1}
     return {"gpu": 1 if one_process else config["gpus"]}
 
 
-def device_args(one_process=False):
+def device_args(locks, one_process=False):
     """``--device`` and, for a job of one process on a GPU machine, ``--gpu-slots N --lock-dir ...``:
     the job takes a free slot of the least busy GPU (mr2.engine.gpus), so the jobs that run at once
     spread over the GPUs (torchrun jobs claim theirs in ``launcher``)."""
     args = ["--device", config["device"]]
     if config["gpus"] == 1 or (one_process and config["gpus"] > 1):
-        args += ["--gpu-slots", str(config["runs_per_gpu"]), "--lock-dir", GPU_LOCKS]
+        args += ["--gpu-slots", str(config["runs_per_gpu"]), "--lock-dir", locks]
     return args
 
 
 def folder_of(path):
     return str(Path(path).parent)
-
-
-# Every job runs this workflow's own mr2 (the repository the Snakefile is in), whatever the
-# working directory or the environment, so the code that trains is the code that was checked.
-shell.prefix(f"export PYTHONPATH={shlex.quote(str(ROOT))}${{{{PYTHONPATH:+:$PYTHONPATH}}}}; ")

@@ -1,54 +1,81 @@
 # The config of every run and dataset as one file each, written by the engine after it has checked
 # it (defaults filled in, types, the method's options built into its loss, the dataset's files
 # found), so a bad config fails in these first, short jobs, before any data is prepared or any run
-# trains; and the pipeline config as run, recorded for the report.
+# trains; and the pipeline config as run, recorded for the report. Quick: they run where Snakemake
+# runs (localrule), also under the SLURM profile.
 
 
-localrules:
-    run_config,
-    data_config,
-    pipeline_config,
+# A target that no pattern of the config can be (seedabc, an unknown method, a name that is no
+# safe name, a hash that is not one) has no rule to produce it: Snakemake says so, before any job.
+wildcard_constraints:
+    dataset=SAFE_NAME,
+    method="|".join(map(re.escape, known_methods())),
+    variant=SAFE_NAME,
+    seed=r"[0-9]+",
+    run_hash=HASH,
+    data_hash=HASH,
 
 
 rule run_config:
-    """The resolved config of one run (results/runs/.../run.yaml): what `mr2 train --config` reads."""
+    """The resolved config of one run (<root>/runs/.../run.yaml): what `mr2 train --config` reads."""
     output:
         RUN_CONFIG,
-    params:
-        settings=run_config_yaml,
-    priority: 100
     log:
-        f"{LOGS}/run_config/{{dataset}}/{{method}}/{{variant}}/seed{{seed}}.log",
+        log_of("run_config", RUN_KEY),
+    priority: 100
+    localrule: True
     conda:
         ENV_TORCH
+    params:
+        repo=REPO,
+        settings=run_config_yaml,
     shell:
-        "python -m mr2 configure --run {params.settings:q} --out {output:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 configure --run {params.settings:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule data_config:
     """The resolved data section of one dataset block: what its prepared file is made from."""
     output:
         DATA_CONFIG,
-    params:
-        settings=data_config_yaml,
-    priority: 100
     log:
-        f"{LOGS}/data_config/{{dataset}}.log",
+        log_of("data_config", DATA_KEY),
+    priority: 100
+    localrule: True
     conda:
         ENV_TORCH
+    params:
+        repo=REPO,
+        settings=data_config_yaml,
     shell:
-        "python -m mr2 configure --data {params.settings:q} --out {output:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 configure --data {params.settings:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule pipeline_config:
     """The pipeline config as run (after the schema's defaults), recorded with the results."""
     output:
         PIPELINE_CONFIG,
-    params:
-        config=json.dumps(config, sort_keys=True, indent=2),
     log:
-        f"{LOGS}/pipeline_config.log",
+        log_of("pipeline_config"),
+    localrule: True
     conda:
         ENV_RESULTS
+    params:
+        config=json.dumps(config, sort_keys=True, indent=2),
     shell:
         "printf '%s\\n' {params.config:q} > {output:q} 2> {log:q}"
+
+
+rule run_folders:
+    """The run folder of every run of the config (dataset, method, variant, seed, folder relative to
+    the output root): `snakemake --cores 1 run_folders [--configfile ...] [--config ...]`."""
+    output:
+        RUN_FOLDERS,
+    log:
+        log_of("run_folders"),
+    localrule: True
+    conda:
+        ENV_RESULTS
+    params:
+        table=run_folders_table(),
+    shell:
+        "printf '%s\\n' {params.table:q} > {output:q} 2> {log:q}"

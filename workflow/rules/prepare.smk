@@ -5,8 +5,12 @@ rule prepare:
     output:
         DATA,
     log:
-        f"{LOGS}/prepare/{{dataset}}.log",
+        log_of("prepare", DATA_KEY),
+    benchmark:
+        benchmark_of("prepare", DATA_KEY)
     conda:
         ENV_TORCH
+    params:
+        repo=REPO,
     shell:
-        "python -m mr2 prepare --config {input.config:q} --out {output:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 prepare --config {input.config:q} --out {output:q} > {log:q} 2>&1"

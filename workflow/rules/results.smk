@@ -1,12 +1,5 @@
 # The results layer: tidy tables, the results table, figures and the report. CPU only and quick, so
-# they run where Snakemake runs (localrules), also under the SLURM profile.
-
-
-localrules:
-    aggregate,
-    results_table,
-    figures,
-    report,
+# they run where Snakemake runs (localrule), also under the SLURM profile.
 
 
 def figure_names():
@@ -24,16 +17,20 @@ rule aggregate:
         all_run_files(),
     output:
         expand(f"{TABLES}/{{name}}.csv", name=TABLE_NAMES),
-    params:
-        runs=all_run_dirs(),
-        reference=REFERENCE,
-        out=lambda wildcards, output: folder_of(output[0]),
     log:
-        f"{LOGS}/aggregate.log",
+        log_of("aggregate"),
+    benchmark:
+        benchmark_of("aggregate")
+    localrule: True
     conda:
         ENV_RESULTS
+    params:
+        repo=REPO,
+        runs=lambda wildcards, input: run_dirs_of(input),
+        reference=REFERENCE,
+        out=lambda wildcards, output: folder_of(output[0]),
     shell:
-        "python -m mr2 aggregate --runs {params.runs:q} --reference {params.reference:q} --out {params.out:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 aggregate --runs {params.runs:q} --reference {params.reference:q} --out {params.out:q}"
         " > {log:q} 2>&1"
 
 
@@ -46,16 +43,20 @@ rule results_table:
         md=f"{TABLES}/results.md",
         comparisons=f"{TABLES}/comparisons.csv",
         settings=f"{TABLES}/settings.csv",
+    log:
+        log_of("results_table"),
+    benchmark:
+        benchmark_of("results_table")
+    localrule: True
+    conda:
+        ENV_RESULTS
     params:
+        repo=REPO,
         reference=REFERENCE,
         effect=config["effect_of_interest"],
         tables=lambda wildcards, input: folder_of(input[0]),
-    log:
-        f"{LOGS}/results_table.log",
-    conda:
-        ENV_RESULTS
     shell:
-        "python -m mr2 table --tables {params.tables:q} --reference {params.reference:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 table --tables {params.tables:q} --reference {params.reference:q}"
         " --effect-of-interest {params.effect:q} > {log:q} 2>&1"
 
 
@@ -66,25 +67,29 @@ rule figures:
     output:
         png=[report(f"{FIGURES}/{n}.png", caption=f"../report/{n}.rst", category="Figures") for n in figure_names()],
         pdf=[f"{FIGURES}/{n}.pdf" for n in figure_names()],
+    log:
+        log_of("figures"),
+    benchmark:
+        benchmark_of("figures")
+    localrule: True
+    conda:
+        ENV_RESULTS
     params:
+        repo=REPO,
         reference=REFERENCE,
         sweep_method=SWEEP_METHOD,
         method=MR2_METHOD,
         tables=lambda wildcards, input: folder_of(input[0]),
         out=lambda wildcards, output: folder_of(output.png[0]),
         names=figure_names(),
-    log:
-        f"{LOGS}/figures.log",
-    conda:
-        ENV_RESULTS
     shell:
-        "python -m mr2 figures --tables {params.tables:q} --reference {params.reference:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 figures --tables {params.tables:q} --reference {params.reference:q}"
         " --sweep-method {params.sweep_method:q} --method {params.method:q} --names {params.names:q}"
         " --out {params.out:q} > {log:q} 2>&1"
 
 
 rule report:
-    """results/report.md: verdict, table, generated findings, figures with captions, the config; and the same
+    """<root>/report.md: verdict, table, generated findings, figures with captions, the config; and the same
     as one self-contained HTML page for Snakemake's --report."""
     input:
         md=f"{TABLES}/results.md",
@@ -98,19 +103,23 @@ rule report:
     output:
         md=REPORT,
         html=report(REPORT_HTML, caption="../report/report_page.rst", category="Report"),
+    log:
+        log_of("report"),
+    benchmark:
+        benchmark_of("report")
+    localrule: True
+    conda:
+        ENV_RESULTS
     params:
+        repo=REPO,
         reference=REFERENCE,
         tables=lambda wildcards, input: folder_of(input.md),
         figures=lambda wildcards, input: folder_of(input.figures[0]),
         analysis=lambda wildcards, input: folder_of(input.analysis),
         captions=str(CAPTIONS),
         effect=config["effect_of_interest"],
-    log:
-        f"{LOGS}/report.log",
-    conda:
-        ENV_RESULTS
     shell:
-        "python -m mr2 report --tables {params.tables:q} --figures {params.figures:q} --captions {params.captions:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 report --tables {params.tables:q} --figures {params.figures:q} --captions {params.captions:q}"
         " --config {input.cfg:q} --analysis {params.analysis:q} --reference {params.reference:q}"
         " --section {input.theory:q} --out {output.md:q} --html {output.html:q} --effect-of-interest {params.effect:q}"
         " > {log:q} 2>&1"

@@ -1,7 +1,3 @@
-localrules:
-    theory_bound,
-
-
 rule theory_bound:
     """Proposition 1 on every trained model: each term, the bound, test error, tightness (a table,
     the report's theory section and a figure), from the tidy tables only."""
@@ -12,14 +8,18 @@ rule theory_bound:
         md=f"{THEORY}/bound.md",
         png=report(f"{FIGURES}/{THEORY_FIGURE}.png", caption=f"../report/{THEORY_FIGURE}.rst", category="Theory"),
         pdf=f"{FIGURES}/{THEORY_FIGURE}.pdf",
+    log:
+        log_of("theory_bound"),
+    benchmark:
+        benchmark_of("theory_bound")
+    localrule: True
+    conda:
+        ENV_TORCH
     params:
+        repo=REPO,
         tables=lambda wildcards, input: folder_of(input[0]),
         figure=lambda wildcards, output: str(Path(output.png).with_suffix("")),
         assumptions=theory_args(),
-    log:
-        f"{LOGS}/theory_bound.log",
-    conda:
-        ENV_TORCH
     shell:
-        "python -m theory bound --tables {params.tables:q} --out {output.csv:q} --markdown {output.md:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m theory bound --tables {params.tables:q} --out {output.csv:q} --markdown {output.md:q}"
         " --figure {params.figure:q} {params.assumptions:q} > {log:q} 2>&1"

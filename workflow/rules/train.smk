@@ -5,22 +5,25 @@ rule train:
     mr2.engine.distributed)."""
     input:
         config=RUN_CONFIG,
-        data=DATA,
+        data=data_of_run,
         upsample=upsample_input,
     output:
         expand(f"{RUN_DIR}/{{file}}", file=RUN_FILES, allow_missing=True),
-    params:
-        launch=launcher(),
-        jtt=jtt_errors_args,
-        device=device_args(),
-        out=lambda wildcards, output: folder_of(output[0]),
+    log:
+        log_of("train", RUN_KEY),
+    benchmark:
+        benchmark_of("train", RUN_KEY)
+    conda:
+        ENV_TORCH
     threads: config["threads"]
     resources:
         **gpu_resources(),
-    log:
-        f"{LOGS}/train/{{dataset}}/{{method}}/{{variant}}/seed{{seed}}.log",
-    conda:
-        ENV_TORCH
+    params:
+        repo=REPO,
+        launch=lambda wildcards, output: launcher(locks_of(output[0], f"{RUN_DIR}/{RUN_FILES[0]}", wildcards)),
+        jtt=jtt_errors_args,
+        device=lambda wildcards, output: device_args(locks_of(output[0], f"{RUN_DIR}/{RUN_FILES[0]}", wildcards)),
+        out=lambda wildcards, output: folder_of(output[0]),
     shell:
-        "{params.launch:q} train --config {input.config:q} {params.jtt:q} {params.device:q} --threads {threads}"
-        " --data {input.data:q} --out {params.out:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.launch:q} train --config {input.config:q} {params.jtt:q} {params.device:q}"
+        " --threads {threads} --data {input.data:q} --out {params.out:q} > {log:q} 2>&1"
