@@ -174,9 +174,9 @@ def test_torchrun_two_processes_train_like_one_and_write_once(tmp_path):
     one = subprocess.run(one_cmd, capture_output=True, text=True, env=env, timeout=300)
     assert one.returncode == 0, one.stderr[-3000:]
     assert sum("epoch 2/2" in line for line in two.stdout.splitlines()) == 1  # rank 0 alone logs
-    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == ["config.yaml", "epochs.csv", "model.pt"]
-    a = pd.read_csv(tmp_path / "two" / "epochs.csv").query("name != 'seconds'").reset_index(drop=True)
-    b = pd.read_csv(tmp_path / "one" / "epochs.csv").query("name != 'seconds'").reset_index(drop=True)
+    assert sorted(p.name for p in (tmp_path / "two").iterdir()) == ["config.yaml", "epochs.csv", "model.pt", "timings.csv"]
+    a = pd.read_csv(tmp_path / "two" / "epochs.csv")
+    b = pd.read_csv(tmp_path / "one" / "epochs.csv")
     assert len(a) == len(b) and not a.duplicated(["epoch", "class", "name"]).any()
     pd.testing.assert_frame_equal(a.drop(columns="value"), b.drop(columns="value"))
     assert (a["value"] - b["value"]).abs().max() < 1e-4 * (1 + b["value"].abs().max())

@@ -149,6 +149,11 @@ def test_few_classes_get_a_named_dot_plot_in_erms_order(tmp_path, captured):
 def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, captured):
     t, _ = full()
     t["per_class"].loc[t["per_class"]["method"] == "mr2", "a"] *= 1e-3  # another scale: its own axis
+    pc = t["per_class"]
+    for seed in sorted(pc["seed"].unique()):  # seed s swaps a_k of classes s and 2s + 1: distinct ρ per seed
+        rows = (pc["seed"] == seed) & (pc["method"] == "erm")
+        first, second = rows & (pc["class"] == seed), rows & (pc["class"] == 2 * seed + 1)
+        pc.loc[first, "a"], pc.loc[second, "a"] = pc.loc[second, "a"].to_numpy(), pc.loc[first, "a"].to_numpy()
     check_files(F.plot_accuracy_vs_variability(t["per_class"], tmp_path / "v"))
     axes = captured[0]["axes"]  # per dataset a row for a_k and a row for the spread, a panel per method
     assert [ax.get_title().split("\n")[0] for ax in axes] == ["toy: ERM", "toy: MR²"] * 2 + ["toy2: ERM", "toy2: MR²"] * 2
@@ -161,7 +166,7 @@ def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, 
     lo, hi = max(-1.0, np.mean(rhos) - half), min(1.0, np.mean(rhos) + half)
     assert axes[0].get_title().split("\n")[1] == (f"ρ = {np.mean(rhos):+.2f} [95% CI {lo:+.2f}, {hi:+.2f}], "
                                                   f"{len(rhos)} seeds")
-    assert np.mean(rhos) < -0.8  # a_k falls with accuracy in the synthetic data
+    assert len(set(np.round(rhos, 9))) == len(rhos) and np.mean(rhos) < -0.5  # a_k falls with accuracy here
     assert sorted(t.get_text() for t in axes[0].texts) == sorted(f"c{c}" for c in range(syn.K))
 
 

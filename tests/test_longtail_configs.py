@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import run_snakemake, workdir_with_configs
+from conftest import run_folders, run_snakemake, workdir_with_configs
 from mr2.engine import config as config_mod
 from mr2.engine.data import resolve_config
 from mr2.method.losses.factory import check_options
@@ -60,7 +60,8 @@ def test_ldam_is_trained_as_its_authors_train_it(name):
 
 def test_method_model_reaches_only_its_methods_run_config(tmp_path):
     workdir = workdir_with_configs(tmp_path / "wf")
-    targets = [f"results/runs/fashion_mnist_lt/{m}/default/seed0/run.yaml" for m in ("ldam", "erm")]
+    folders = run_folders(workdir, "--configfile", "config/longtail.yaml")
+    targets = [f"{folders['fashion_mnist_lt', m, 'default', 0]}/run.yaml" for m in ("ldam", "erm")]
     run_snakemake(workdir, *targets, "--configfile", "config/longtail.yaml")
     ldam, erm = (yaml.safe_load((workdir / t).read_text()) for t in targets)
     assert ldam["model"]["head"] == "cosine" and ldam["model"]["cosine_scale"] == 1.0

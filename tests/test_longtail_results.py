@@ -96,5 +96,5 @@ def test_section_only_for_long_tailed_runs_and_in_the_report(tmp_path):
     t = {"per_class": per_class, "runs": runs, "groups": difficulty_table(per_class)}
     captions = Path(__file__).resolve().parents[1] / "workflow" / "report"
     text = write_report(t, "| table |", {}, tmp_path / "report.md", captions, {"seeds": list(SEEDS)})
-    assert text.index("## What we find") < text.index("## Long-tailed data") < text.index("## Figures")
+    assert text.index("## What we find") < text.index("## Long-tailed data") < text.index("## Configuration")
     assert "many-shot n_k > 180, few-shot n_k < 36 (4 many-shot, 3 medium-shot, 3 few-shot)" in text

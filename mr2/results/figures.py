@@ -138,8 +138,9 @@ def format_seed_rho(row: pd.Series | dict, level: float = LEVEL) -> str:
     earns when it says nothing (``correlation_verdict``: uninformative, not shown)."""
     if row is None or not row["n"] or pd.isna(row["rho_mean"]):
         return "ρ undefined"
-    if pd.isna(row["rho_lo"]):
-        return f"ρ = {row['rho_mean']:+.2f} (1 seed: no interval)"
+    if pd.isna(row["rho_lo"]):  # one seed, or seeds with fewer than 3 distinct ρ (``seed_interval``)
+        n = int(row["n"])
+        return f"ρ = {row['rho_mean']:+.2f} (no interval: {n} seed{'s, fewer than 3 distinct values' if n > 1 else ''})"
     word = correlation_verdict(row["rho_lo"], row["rho_hi"])
     return (f"ρ = {row['rho_mean']:+.2f} [{level:.0%} CI {row['rho_lo']:+.2f}, {row['rho_hi']:+.2f}], {int(row['n'])} seeds"
             + (f": {word}" if word in ("uninformative", "not shown") else ""))

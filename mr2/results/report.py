@@ -285,10 +285,11 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
     Every name from the tables (datasets, methods, variants, classes) is ``escape_text``-ed, and the
     config is shown in a code block no string of it can close: no markup of a config or a CSV is live.
     """
+    tables_reference = reference  # the name as the tables hold it, for what is computed rather than shown
     per_class, runs, groups = (escape_frame(tables[name]) for name in ("per_class", "runs", "groups"))
     reference = escape_text(reference)
     report_dir = Path(report_dir)
-    available = available_figures(tables, groups, reference, sweep_method, method)
+    available = available_figures(tables, tables["groups"], tables_reference, sweep_method, method)
     shown = {name: path for name, path in figures.items() if available.get(name, True)}
     lead = figure_block(LEAD_FIGURE, shown.pop(LEAD_FIGURE), report_dir) if LEAD_FIGURE in shown else []
     premise = figure_block(PREMISE_FIGURE, shown.pop(PREMISE_FIGURE), report_dir) if PREMISE_FIGURE in shown else []

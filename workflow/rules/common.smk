@@ -192,6 +192,15 @@ FIGURE_NAMES = [
 ]
 
 
+def figure_names():
+    """The figures this config has data for (`mr2 figures` draws no placeholder): no sweeps figure
+    without a sweep, no regimes figure unless one data name is run under two dataset keys."""
+    data_names = [b.get("data", {}).get("name", k) for k, b in config["datasets"].items()]
+    skip = {"sweeps"} if not sweep_variants() else set()
+    skip |= {"regimes"} if len(set(data_names)) == len(data_names) else set()
+    return [n for n in FIGURE_NAMES if n not in skip]
+
+
 def log_of(rule, key=None):
     """``<root>/logs/<rule>/<key>.log`` (``<rule>.log`` for a job without wildcards)."""
     return f"{LOGS}/{rule}/{key}.log" if key else f"{LOGS}/{rule}.log"

@@ -2,15 +2,6 @@
 # they run where Snakemake runs (localrule), also under the SLURM profile.
 
 
-def figure_names():
-    """The figures this config has data for (`mr2 figures` draws no placeholder): no sweeps figure
-    without a sweep, no regimes figure unless one data name is run under two dataset keys."""
-    data_names = [b.get("data", {}).get("name", k) for k, b in config["datasets"].items()]
-    skip = {"sweeps"} if not sweep_variants() else set()
-    skip |= {"regimes"} if len(set(data_names)) == len(data_names) else set()
-    return [n for n in FIGURE_NAMES if n not in skip]
-
-
 rule aggregate:
     """All runs -> tidy tables (a row per run and class, per run, per epoch) and the groups."""
     input:
