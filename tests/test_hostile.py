@@ -23,41 +23,18 @@ from mr2.engine.checkpoint import load_torch, save_torch
 from mr2.engine.evaluate import evaluate
 from mr2.engine.train import CHECKPOINT, TIMINGS, train
 
+import test_safety as safety
+
 REPO = Path(__file__).resolve().parents[1]
 QUICK = {"epochs": 2, "batch_size": 64, "warmup_epochs": 0, "flip": False, "crop_padding": 1}
 
 
 def run_cfg(**update):
-    base = {"data": {"name": "digits"}, "model": {"name": "mlp"}, "method": {"name": "mr2"}, "threads": 1,
-            "train": QUICK}
-    return run_config.deep_merge(run_config.deep_merge(run_config.DEFAULTS, base), update)
+    """test_safety's quick digits run, with MR² as its method unless ``update`` names another."""
+    return safety.run_cfg(**{"method": {"name": "mr2"}, **update})
 
 
-def mr2(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "mr2", *args], capture_output=True, text=True, env=env, cwd=REPO)
-
-
-def one_line_error(res: subprocess.CompletedProcess, *needles: str, code: int = 2) -> str:
-    lines = res.stderr.strip().splitlines()
-    assert res.returncode == code, (res.returncode, res.stderr[-2000:])
-    assert "Traceback" not in res.stderr and len(lines) == 1 and lines[0].startswith("error: "), res.stderr[-2000:]
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return lines[0]
-
-
-class Stop(Exception):
-    pass
-
-
-def stop_after_epoch(n: int):
-    """A ``log`` that interrupts ``train`` once epoch ``n`` is logged (its checkpoint is written)."""
-    def log(message: str) -> None:
-        if f" epoch {n}/" in message:
-            raise Stop
-
-    return log
+mr2, one_line_error, Stop, stop_after_epoch = safety.mr2, safety.assert_one_line_error, safety.Stop, safety.stop_after_epoch
 
 
 def sha256(path: Path) -> str:
