@@ -375,9 +375,11 @@ def test_gpu_jobs_spread_over_the_gpus_of_a_machine(tmp_path):
     assert "--gpu-slots" not in cpu.stdout and "on-gpus" not in cpu.stdout
 
 
-def test_the_workflow_works_as_a_snakemake_module(tmp_path):
-    workdir = workdir_with_configs(tmp_path / "wd")
-    (workdir / "Snakefile").write_text(f"""configfile: "config/smoke.yaml"
+def write_module_workflow(workdir, configfile="config/smoke.yaml", prefix=None):
+    """``workdir/Snakefile``: a workflow that uses this one as the module ``mr2`` (rules renamed
+    ``mr2_*``) with ``configfile`` and, when given, the module's ``prefix:``."""
+    prefix_lines = f'    prefix:\n        "{prefix}"\n' if prefix else ""
+    (workdir / "Snakefile").write_text(f"""configfile: "{configfile}"
 
 
 module mr2:
@@ -385,10 +387,15 @@ module mr2:
         "{REPO / 'Snakefile'}"
     config:
         config
-
+{prefix_lines}
 
 use rule * from mr2 as mr2_*
 """)
+
+
+def test_the_workflow_works_as_a_snakemake_module(tmp_path):
+    workdir = workdir_with_configs(tmp_path / "wd")
+    write_module_workflow(workdir)
     direct = planned_jobs(run_snakemake(workdir, *SMOKE, "-n"))
     res = run_snakemake(workdir, "-n", snakefile=workdir / "Snakefile")
     as_module = planned_jobs(res)
@@ -455,20 +462,7 @@ def test_the_workflow_works_as_a_module_with_a_prefix(tmp_path):
     and never reads the working directory's results/."""
     workdir = workdir_with_configs(tmp_path / "wd")
     small = with_change(workdir, {"methods": ["erm", "mr2"], "sweeps": {"method": "mr2"}}, name="small.yaml")
-    (workdir / "Snakefile").write_text(f"""configfile: "{small[1]}"
-
-
-module mr2:
-    snakefile:
-        "{REPO / 'Snakefile'}"
-    config:
-        config
-    prefix:
-        "sub"
-
-
-use rule * from mr2 as mr2_*
-""")
+    write_module_workflow(workdir, small[1], prefix="sub")
     res = run_snakemake(workdir, "-n", "-p", "--config", "gpus=1", "device=cuda", snakefile=workdir / "Snakefile")
     paths = set().union(*planned_paths(res).values())
     assert paths and all(p.startswith("sub/results/") for p in paths)
@@ -529,18 +523,7 @@ def test_slurm_profile_settings_apply_to_renamed_rules_and_shared_gpus_get_a_gpu
         own = {k: v for k, v in profile[section].items() if not k.startswith("mr2_")}
         assert own and all(profile[section][f"mr2_{k}"] == v for k, v in own.items())
     workdir = workdir_with_configs(tmp_path / "wd")
-    (workdir / "Snakefile").write_text(f"""configfile: "config/smoke.yaml"
-
-
-module mr2:
-    snakefile:
-        "{REPO / 'Snakefile'}"
-    config:
-        config
-
-
-use rule * from mr2 as mr2_*
-""")
+    write_module_workflow(workdir)
     args = ["-n", "--profile", str(REPO / "profiles" / "slurm"), "--config", "gpus=1", "runs_per_gpu=2"]
     for snakefile, name in ((workdir / "Snakefile", "mr2_{}"), (REPO / "Snakefile", "{}")):
         res = run_snakemake(workdir, *args, *([] if name == "mr2_{}" else SMOKE), snakefile=snakefile)
