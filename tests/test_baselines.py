@@ -794,7 +794,7 @@ def test_fairdro_best_response_is_the_authors_ibr_update(gen):
     assert torch.equal(chi2_best_response(flat, 0.3), authors_fairdro_ibr(flat, 0.3))
 
 
-def authors_ldam(cls_num_list, x, target, max_m=0.5, s=30):
+def authors_ldam(cls_num_list, x, target, max_m=0.5, s=30, weight=None):
     """kaidic/LDAM-DRW losses.py LDAMLoss (CPU tensors in place of torch.cuda ones)."""
     m_list = 1.0 / np.sqrt(np.sqrt(cls_num_list))
     m_list = m_list * (max_m / np.max(m_list))
@@ -806,7 +806,18 @@ def authors_ldam(cls_num_list, x, target, max_m=0.5, s=30):
     batch_m = batch_m.view((-1, 1))
     x_m = x - batch_m
     output = torch.where(index.bool(), x_m, x)
-    return F.cross_entropy(s * output, target)
+    return F.cross_entropy(s * output, target, weight=weight)
+
+
+def authors_drw_weights(cls_num_list, epoch, drw_epoch):
+    """kaidic/LDAM-DRW cifar_train.py, train_rule == 'DRW': idx = epoch // 160 with betas [0, 0.9999]
+    (160 is their DRW epoch of 200; here ``drw_epoch``)."""
+    idx = epoch // drw_epoch
+    betas = [0, 0.9999]
+    effective_num = 1.0 - np.power(betas[idx], cls_num_list)
+    per_cls_weights = (1.0 - betas[idx]) / np.array(effective_num)
+    per_cls_weights = per_cls_weights / np.sum(per_cls_weights) * len(cls_num_list)
+    return torch.FloatTensor(per_cls_weights)
 
 
 def test_ldam_is_the_authors_loss(gen):
@@ -815,6 +826,20 @@ def test_ldam_is_the_authors_loss(gen):
     x = torch.rand(11, 5, generator=gen, dtype=torch.float64) * 2 - 1
     y = torch.randint(0, 5, (11,), generator=gen)
     assert torch.allclose(loss(x, torch.zeros(11, 3, dtype=torch.float64), y).total, authors_ldam(counts, x, y))
+
+
+def test_ldam_drw_is_the_authors_deferred_reweighting(gen):
+    """Before ``drw_epoch`` their β = 0 weights (all 1), from it their effective-number weights, fed to
+    their weighted LDAM loss; the counts span four orders of magnitude so every weight differs."""
+    counts = [5000.0, 800.0, 120.0, 20.0, 3.0]
+    loss = build_loss("ldam", 5, 3, class_counts=torch.tensor(counts), drw_epoch=3).double()
+    x = torch.rand(13, 5, generator=gen, dtype=torch.float64) * 2 - 1
+    y = torch.tensor([0, 1, 2, 3, 4, 4, 3, 3, 2, 1, 0, 0, 4])
+    for epoch in range(6):
+        loss.on_epoch_start(epoch)
+        w = authors_drw_weights(counts, epoch, 3).double()
+        assert torch.allclose(loss(x, torch.zeros(13, 3, dtype=torch.float64), y).total,
+                              authors_ldam(counts, x, y, weight=w), rtol=1e-6)
 
 
 def authors_group_dro_step(adv_probs, group_loss, step_size):
@@ -838,6 +863,29 @@ def test_group_dro_is_the_authors_when_every_class_is_in_the_batch(gen):
         robust, adv = authors_group_dro_step(adv, group_loss, 0.3)
         assert torch.allclose(loss(z, torch.zeros(8, 3, dtype=torch.float64), y).total, robust)
         assert torch.allclose(loss.q.double(), adv)
+
+
+def test_group_dro_keeps_an_absent_class_weight_and_averages_over_present_classes(gen):
+    """Classes absent from a batch: their q_k is kept; the present classes' weights take the
+    exponentiated step and share the mass they held; the loss is Σ_P q_k ℓ_k / Σ_P q_k (written out
+    class by class here, not with the library's helpers)."""
+    k, eta = 5, 0.7
+    loss = make("dro", k, 3, eta=eta).double()
+    q = [1.0 / k] * k
+    for y in ([0, 0, 1, 2, 2, 2, 4], [1, 3, 3], [4, 4], [0, 1, 2, 3, 4, 0]):
+        y = torch.tensor(y)
+        z = torch.randn(len(y), k, generator=gen, dtype=torch.float64)
+        per = F.cross_entropy(z, y, reduction="none")
+        present = sorted(set(y.tolist()))
+        ell = {c: per[y == c].mean().item() for c in present}
+        mass = sum(q[c] for c in present)
+        norm = sum(q[c] * math.exp(eta * ell[c]) for c in present)
+        q = [q[c] * math.exp(eta * ell[c]) / norm * mass if c in present else q[c] for c in range(k)]
+        expected = sum(q[c] * ell[c] for c in present) / sum(q[c] for c in present)
+        total = loss(z, torch.zeros(len(y), 3, dtype=torch.float64), y).total
+        assert total.item() == pytest.approx(expected, rel=1e-6)  # q starts as float32's 1/K
+        assert loss.q.tolist() == pytest.approx(q, rel=1e-6)
+    assert sum(q) == pytest.approx(1.0) and len(set(round(v, 9) for v in q)) == k  # a distribution, all moved
 
 
 @pytest.mark.parametrize("decay", [0.9, 0.999])

@@ -9,6 +9,7 @@ import re
 import matplotlib.colors
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -238,6 +239,22 @@ def test_change_figure_names_the_classes_and_draws_the_seed_intervals(tmp_path, 
     assert ax.get_lines()[0].get_ydata() == pytest.approx(
         [F.class_changes(t["per_class"]).set_index(["dataset", "method", "class_name"]).loc[("toy", "mr2", n), "diff"]
          for n in order])
+    # the title names the methods as the text does and counts, from the intervals drawn, how many exclude 0
+    excluding = sum((lo > 0 or hi < 0) for (_, lo), (_, hi) in bars.get_segments())
+    title = captured[0]["titles"][0]
+    assert title.startswith("toy: MR² − ERM (95% t-interval") and "mr2" not in title
+    assert f"\n{excluding} of {len(order)} intervals exclude 0" in title
+    assert ("one of many comparisons" in title) == (0 < excluding <= max(1, 0.05 * len(order)))
+
+
+def test_change_figure_flags_a_single_class_among_many(tmp_path, captured):
+    """One class of ten whose interval excludes 0 is one of many comparisons, on the figure too."""
+    rows = [{"dataset": "d", "method": m, "variant": "default", "seed": s, "class": c, "class_name": f"c{c}",
+             "accuracy": 0.5 + 0.01 * c + (0.05 + 0.001 * s if (m == "mr2" and c == 3) else 0.002 * s * (m == "mr2")
+                                          * (-1) ** (s + c))}
+            for m in ("erm", "mr2") for s in range(4) for c in range(10)]
+    F.plot_change_vs_reference(pd.DataFrame(rows), tmp_path / "one")
+    assert "1 of 10 intervals exclude 0: one of many comparisons" in captured[0]["titles"][0]
 
 
 def test_sweeps_are_on_log_axes_with_the_swept_values_as_ticks(tmp_path, captured):

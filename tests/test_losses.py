@@ -321,3 +321,31 @@ def test_cpu_paths_equal_the_paths_cuda_takes(k, b, method, monkeypatch):
     cpu = mr2_steps(method, k, b, 6)
     monkeypatch.setattr(hostsync, "host_reads_are_free", lambda device: False)
     assert_same_steps(cpu, mr2_steps(method, k, b, 6))
+
+
+def test_spread_statistic_feeds_corollary_1_the_within_class_spread_alone(gen):
+    """``statistic: spread``: γ_k = c̄·K·s_k^{1/3}/Σ_j s_j^{1/3} with s_k = (1/n_k)Σ‖φ(x) − m_k‖² of the
+    batch (the first batch is the whole history), an unseen class given the seen classes' mean s;
+    the paper's ``a`` (‖m_k‖² + s_k) gives other margins on the same data."""
+    k, d, c_bar = 5, 4, 1.5
+    y = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 3])  # class 4 unseen
+    shift = torch.tensor([0.0, 3.0, -1.0, 8.0])[y.clamp(max=3)].unsqueeze(1)  # class means far apart
+    feats = torch.randn(len(y), d, generator=gen, dtype=torch.float64) * (1 + y.unsqueeze(1)) + shift
+    margins = {}
+    for statistic in ("spread", "a"):
+        loss = build_loss("mr2", k, d, c_bar=c_bar, statistic=statistic).double()
+        loss.train()
+        loss(torch.randn(len(y), k, generator=gen, dtype=torch.float64), feats, y)
+        margins[statistic] = loss.margins()
+    s, a = [], []
+    for c in range(4):
+        x = feats[y == c]
+        m = x.mean(0)
+        s.append(((x - m) ** 2).sum(1).mean().item())
+        a.append((m ** 2).sum().item() + s[-1])
+    s.append(sum(s) / 4)
+    a.append(sum(a) / 4)
+    for statistic, values in (("spread", s), ("a", a)):
+        cube = torch.tensor(values, dtype=torch.float64) ** (1 / 3)
+        assert torch.allclose(margins[statistic], c_bar * k * cube / cube.sum(), rtol=1e-9)
+    assert not torch.allclose(margins["spread"], margins["a"], rtol=1e-3)

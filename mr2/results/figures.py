@@ -38,7 +38,8 @@ from .plotting import (GROUP_COLOURS, GROUP_ORDER, _empty_panel, _one_legend, _p
                        save_figure, symbol, value_ticks)
 from .claim_figures import claim_table, plot_claim
 from .regimes import plot_regimes, regime_table
-from .statistics import LEVEL, correlation_verdict, grouped_spearman, paired_difference, seed_interval
+from .statistics import (LEVEL, correlation_verdict, grouped_spearman, one_of_many, paired_difference, seed_interval,
+                         verdict)
 from .tradeoff import plot_tradeoff, tradeoff_points
 
 NO_SWEEP = "no sweep in this config"
@@ -245,6 +246,16 @@ def class_changes(per_class: pd.DataFrame, reference: str = "erm", methods: Sequ
     return out
 
 
+def changed_classes(part: pd.DataFrame, level: float = LEVEL) -> tuple[list, list, str | None]:
+    """For one dataset and method of ``class_changes``: the names of the classes whose interval lies
+    above 0 and below 0 (``verdict``), and the ``one_of_many`` warning when so few of the K classes
+    differ that chance alone explains them (None otherwise)."""
+    v = [verdict(d, lo, hi) for d, lo, hi in zip(part["diff"], part["diff_lo"], part["diff_hi"])]
+    up = [n for n, x in zip(part["class_name"], v) if x == "higher"]
+    down = [n for n, x in zip(part["class_name"], v) if x == "lower"]
+    return up, down, one_of_many(len(up) + len(down), len(part), level)
+
+
 def plot_change_vs_reference(per_class: pd.DataFrame, stem: str | Path, reference: str = "erm",
                              methods: Sequence[str] | None = None,
                              variants: Sequence[str] | None = (DEFAULT_VARIANT,), groups: pd.DataFrame | None = None,
@@ -287,8 +298,13 @@ def plot_change_vs_reference(per_class: pd.DataFrame, stem: str | Path, referenc
             class_axis(ax, list(part["class_name"]), list(part["group"].fillna("?")) if "group" in part else None)
             seeds = int(part["n_paired"].max())
             note = f"{level:.0%} t-interval over {seeds} seeds" if seeds > 1 else "1 seed: no interval"
-            ax.set_title(f"{dataset}: {labels[i]} − {reference} ({note})", pad=14, fontsize=9)
-            ax.set(xlabel=f"class (ascending {reference} accuracy)", ylabel=f"change over {reference} (points)",
+            up, down, warning = changed_classes(part, level)
+            found = (f"{len(up) + len(down)} of {len(part)} intervals exclude 0"
+                     + (": one of many comparisons, not a finding" if warning else "")) if seeds > 1 else ""
+            name, ref_name = display_name(*part.iloc[0][["method", "variant"]]), display_name(reference)
+            ax.set_title(f"{dataset}: {name} − {ref_name} ({note})" + (f"\n{found}" if found else ""),
+                         pad=14, fontsize=9)
+            ax.set(xlabel=f"class (ascending {ref_name} accuracy)", ylabel=f"change over {ref_name} (points)",
                    ylim=(ends.min() - pad, ends.max() + pad))
     return save_figure(fig, stem)
 

@@ -10,8 +10,8 @@ import pandas as pd
 
 from ..common.io import save_csv
 from ..common.runs import DEFAULT_VARIANT
-from .plotting import (GROUP_COLOURS, PANEL_SIZE, class_axis, class_axis_width, name_points, placeholder, plt,
-                       save_figure, symbol)
+from .plotting import (GROUP_COLOURS, PANEL_SIZE, class_axis, class_axis_width, display_name, name_points, placeholder,
+                       plt, save_figure, symbol)
 from .premise_tables import TABLE_NAMES, analyse
 from .premise_text import format_rho, is_exploratory, label, lookup
 from .statistics import LEVEL
@@ -50,9 +50,9 @@ def plot_decomposition(summary: pd.DataFrame, stem: str | Path, reference: str =
                 ax.errorbar(pos, part["a"], yerr=part["a_sd"], fmt="none", ecolor="black", elinewidth=0.6, capsize=1.5)
             class_axis(ax, list(part["class_name"]), list(part["group"].fillna("?")))
             norm = "" if p == 2 else f" ($L_{p}$)"
-            ax.set(xlabel=f"class (ascending {reference} accuracy)",
+            ax.set(xlabel=f"class (ascending {display_name(reference)} accuracy)",
                    ylabel=f"{symbol('a')} = {symbol('mean_sq_norm')} + {symbol('spread')}{norm}")
-            ax.set_title(f"{dataset}: training features of {method}", pad=14)
+            ax.set_title(f"{dataset}: training features of {display_name(method)}", pad=14)
     axes[0, -1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     return save_figure(fig, stem)
 

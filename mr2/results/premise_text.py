@@ -10,9 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..common.runs import DEFAULT_VARIANT, run_label
+from ..common.runs import DEFAULT_VARIANT
 from .html import escape_frame, escape_text
-from .plotting import caption
+from .plotting import caption, display_name
 from .premise_tables import EQUAL_CV, EXPLORATORY_OPTIONS, FIGURE_NAMES, NORMS, PARTS, SYMBOLS, read_analysis
 from .statistics import LEVEL, correlation_verdict
 
@@ -23,8 +23,9 @@ def is_exploratory(variant: str) -> bool:
 
 
 def label(method: str, variant: str) -> str:
-    """``mr2`` for the default variant, ``mr2 (statistic=spread, exploratory)`` for ours."""
-    return f"{method} ({variant}, exploratory)" if is_exploratory(variant) else run_label(method, variant)
+    """``MR²`` for the default variant, ``MR² (statistic=spread, exploratory)`` for ours (display names,
+    ``mr2.results.plotting.display_name``)."""
+    return f"{display_name(method)} ({variant}, exploratory)" if is_exploratory(variant) else display_name(method, variant)
 
 
 def lookup(summary: pd.DataFrame, dataset: str, method: str, variant: str, x: str, y: str,

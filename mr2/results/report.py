@@ -16,14 +16,14 @@ import yaml
 
 from ..common.io import save_text
 from ..common.runs import DEFAULT_VARIANT
-from .figures import available_figures, class_changes, missing_lines
+from .figures import available_figures, changed_classes, class_changes, missing_lines
 from .groups import held_out_group_accuracy
 from .html import code_block, escape_frame, escape_text, write_report_html
 from .plotting import caption, display_name
 from .longtail import longtail_section
 from .premise_text import premise_section
 from .regimes import regime_section
-from .statistics import EFFECT_OF_INTEREST, UNDERPOWERED, comparison_word, one_of_many, verdict
+from .statistics import EFFECT_OF_INTEREST, UNDERPOWERED, comparison_word
 from .tables import ABLATIONS, comparisons_table, paired, per_run_metrics
 from .verdicts import settings_table, verdict_markdown, verdict_table
 
@@ -242,10 +242,7 @@ def class_findings(per_class: pd.DataFrame, reference: str = "erm", method: str 
     for dataset, part in changes.groupby("dataset", sort=False):
         if part["diff_lo"].isna().all():
             continue
-        v = [verdict(d, lo, hi) for d, lo, hi in zip(part["diff"], part["diff_lo"], part["diff_hi"])]
-        up = [n for n, x in zip(part["class_name"], v) if x == "higher"]
-        down = [n for n, x in zip(part["class_name"], v) if x == "lower"]
-        warning = one_of_many(len(up) + len(down), len(part))
+        up, down, warning = changed_classes(part)
         named = "; ".join(x for x in (f"higher: {', '.join(map(str, up))}" if up else "",
                                       f"lower: {', '.join(map(str, down))}" if down else "") if x)
         lines.append(f"- `{dataset}`, per class ({display_name(method)} against {reference.upper()}, figure "
