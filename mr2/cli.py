@@ -11,7 +11,8 @@
   mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2] [--method mr2]
   mr2 analysis --tables results/tables --out results/analysis   (does the premise hold?)
   mr2 report   --tables results/tables --figures results/figures --config <pipeline config> --out results/report.md
-  mr2 readme   --tables results/tables --name default [--config config/config.yaml]   (the README's generated tables)
+  mr2 readme   --tables results/tables --name default [--config config/config.yaml] [--section HEADING]
+               (the README's generated tables, and sections of the run's report)
   mr2 verdicts [--snapshots docs/results] [--readme README.md]   (the README's verdict table across settings)
 
 ``mr2`` is the installed console script; ``python -m mr2`` is the same. Every step resolves and
@@ -131,6 +132,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--readme", default="README.md", help="the README to update (default: README.md)")
     p.add_argument("--config", default=None, help="the config file the run was made with, recorded in the snapshot "
                                                   "(default: the block's name)")
+    p.add_argument("--section", action="append", default=[], metavar="HEADING",
+                   help="a section of the run's report (heading start) to keep and show in <!-- excerpt:<name> -->; "
+                        "repeatable")
+    p.add_argument("--report", default=None, help="the run's report (default: <tables>/../report.md)")
     p = sub.add_parser("verdicts", help="the README's verdict table across settings, from the snapshots")
     p.add_argument("--snapshots", default="docs/results", help="the snapshots folder (default: docs/results)")
     p.add_argument("--readme", default="README.md", help="the README whose <!-- verdicts --> block to fill")
@@ -267,7 +272,8 @@ def results_step(args) -> None:
     elif args.step == "readme":
         from .results.readme import update_readme
 
-        folder = update_readme(args.tables, args.name, args.readme, Path(args.readme).parent, config=args.config)
+        folder = update_readme(args.tables, args.name, args.readme, Path(args.readme).parent, config=args.config,
+                               sections=args.section, report=args.report)
         print(f"[readme] {args.readme}: block {args.name} from {folder}")
     elif args.step == "verdicts":
         from .results.verdicts import snapshot_verdicts, update_verdicts, verdict_markdown

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mr2.results.readme import readme_blocks, snapshot_markdown, update_readme
+from mr2.results.readme import readme_blocks, report_sections, snapshot_markdown, update_readme
 from mr2.results.tables import write_results_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,6 +23,54 @@ def test_each_block_is_the_table_the_pipeline_wrote(name):
     md = (folder / "results.md").read_text().strip("\n")
     assert BLOCKS[name] == md
     assert snapshot_markdown(folder / "results.csv").strip("\n") == md  # the Markdown is the CSV's
+
+
+@pytest.mark.parametrize("name", sorted(readme_blocks((ROOT / "README.md").read_text(), "excerpt")))
+def test_each_excerpt_is_the_report_text_the_pipeline_wrote(name):
+    text = readme_blocks((ROOT / "README.md").read_text(), "excerpt")[name]
+    assert text == (ROOT / "docs" / "results" / name / "excerpt.md").read_text().strip("\n")
+    assert name in BLOCKS  # an excerpt stands beside its run's results table
+
+
+REPORT = """# Report
+
+## Results
+
+a table
+
+## Long-tailed data: groups
+
+intro
+
+### lt
+
+![figure](figures/x.png)
+A caption of the figure,
+over two lines.
+
+| a | b |
+
+- Positive control: **reproduced**.
+
+## Does the premise hold?
+
+### Link 1
+
+holds
+
+## Figures
+
+![f](figures/y.png)
+"""
+
+
+def test_report_sections_keep_whole_sections_without_their_figures():
+    out = report_sections(REPORT, ["Long-tailed data", "Link 1"])
+    assert out == ("## Long-tailed data: groups\n\nintro\n\n### lt\n\n| a | b |\n\n"
+                   "- Positive control: **reproduced**.\n\n### Link 1\n\nholds")
+    assert report_sections(REPORT, ["Does the premise"]).endswith("### Link 1\n\nholds")  # subsections come along
+    with pytest.raises(ValueError, match="no section 'Sweeps'"):
+        report_sections(REPORT, ["Sweeps"])
 
 
 def test_the_readme_opens_its_results_with_the_verdict_table_of_the_snapshots():
@@ -51,6 +99,14 @@ def test_update_readme_fills_one_block_and_keeps_the_rest(tmp_path):
     assert "81.2 ± 0.5" in text or "81.3 ± 0.5" in text
     with pytest.raises(ValueError, match="no block"):
         update_readme(tables, "y", readme, tmp_path)
+    # a section of the run's report (default: beside the tables) kept and shown in the excerpt block
+    (tmp_path / "report.md").write_text(REPORT)
+    with pytest.raises(ValueError, match="no block <!-- excerpt:x -->"):
+        update_readme(tables, "x", readme, tmp_path, sections=["Long-tailed data"])
+    readme.write_text(text + "<!-- excerpt:x -->\n<!-- /excerpt:x -->\n")
+    update_readme(tables, "x", readme, tmp_path, sections=["Long-tailed data"])
+    excerpt = (tmp_path / "docs/results/x/excerpt.md").read_text().strip("\n")
+    assert readme_blocks(readme.read_text(), "excerpt")["x"] == excerpt == report_sections(REPORT, ["Long-tailed data"])
 
 
 def test_the_own_loop_snippet_runs_as_written():

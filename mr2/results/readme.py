@@ -5,9 +5,14 @@ README shows cannot drift from a file the pipeline wrote (``tests/test_readme.py
 links: the Markdown against the CSV, the README against the Markdown). The snapshot also keeps the
 run's paired comparisons (comparisons.csv) and settings (settings.csv, with the config's name), from
 which the README's verdict table across settings is made (``mr2.results.verdicts``, between
-``<!-- verdicts -->`` and ``<!-- /verdicts -->``; refreshed with every snapshot).
+``<!-- verdicts -->`` and ``<!-- /verdicts -->``; refreshed with every snapshot). With ``--section``,
+the named sections of the run's report (its generated sentences: the positive control of a
+long-tailed run, the premise's links) are kept as ``excerpt.md`` and shown between
+``<!-- excerpt:<name> -->`` and ``<!-- /excerpt:<name> -->`` (figures left out: they live beside the
+run's report, not in the repository).
 
   mr2 readme --tables results/tables --name default --config config/config.yaml   (after a run of it)
+  mr2 readme --tables results/tables --name longtail --section "Long-tailed data"
   mr2 verdicts                                     (only the verdict table, from docs/results/*/)
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Sequence
 
 import pandas as pd
 
@@ -29,14 +35,48 @@ SNAPSHOTS = Path("docs") / "results"
 REQUIRED, OPTIONAL = ("results.csv", "results.md"), ("comparisons.csv", "settings.csv")
 
 
-def markers(name: str) -> tuple[str, str]:
-    return f"<!-- results:{name} -->", f"<!-- /results:{name} -->"
+def markers(name: str, kind: str = "results") -> tuple[str, str]:
+    return f"<!-- {kind}:{name} -->", f"<!-- /{kind}:{name} -->"
 
 
-def readme_blocks(text: str) -> dict[str, str]:
-    """Every generated block of a README: name -> the text between its markers."""
+def readme_blocks(text: str, kind: str = "results") -> dict[str, str]:
+    """Every generated block of a README of one ``kind`` (results, excerpt): name -> the text
+    between its markers."""
     return {m.group(1): m.group(2).strip("\n") for m in
-            re.finditer(r"<!-- results:([\w.-]+) -->\n(.*?)\n<!-- /results:\1 -->", text, flags=re.S)}
+            re.finditer(rf"<!-- {kind}:([\w.-]+) -->\n(.*?)\n<!-- /{kind}:\1 -->", text, flags=re.S)}
+
+
+def fill_block(text: str, name: str, body: str, kind: str = "results") -> str:
+    """``text`` with the block ``kind:name`` holding ``body`` (the block must exist)."""
+    begin, end = markers(name, kind)
+    if begin not in text or end not in text:
+        raise ValueError(f"the README has no block {begin} ... {end} to fill")
+    head, rest = text.split(begin, 1)
+    return f"{head}{begin}\n{body}\n{end}{rest.split(end, 1)[1]}"
+
+
+def report_sections(report: str, headings: Sequence[str]) -> str:
+    """The sections of a report (Markdown) whose heading text starts with one of ``headings``, in the
+    report's order, each up to the next heading of the same or a higher level; image lines and the
+    figure captions right under them are left out (the figures are not in the repository)."""
+    lines, out, keep_level, skip_caption = report.splitlines(), [], None, False
+    for line in lines:
+        m = re.match(r"(#+) (.*)", line)
+        if m and (keep_level is None or len(m.group(1)) <= keep_level):
+            keep_level = len(m.group(1)) if any(m.group(2).startswith(h) for h in headings) else None
+        if keep_level is None:
+            continue
+        if line.startswith("!["):
+            skip_caption = True
+            continue
+        if skip_caption and line.strip():  # the caption paragraph under a figure
+            continue
+        skip_caption = False
+        out.append(line)
+    missing = [h for h in headings if not re.search(rf"^#+ {re.escape(h)}", report, flags=re.M)]
+    if missing:
+        raise ValueError(f"the report has no section {', '.join(map(repr, missing))}")
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
 
 
 def snapshot_markdown(csv: str | Path, reference: str = "erm") -> str:
@@ -45,18 +85,25 @@ def snapshot_markdown(csv: str | Path, reference: str = "erm") -> str:
 
 
 def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md", root: str | Path = ".",
-                  config: str | None = None) -> Path:
+                  config: str | None = None, sections: Sequence[str] = (), report: str | Path | None = None) -> Path:
     """Copy ``<tables>/results.{csv,md}`` (and comparisons.csv, settings.csv where the run wrote
     them; settings.csv gains a column ``config``: ``config``, else ``name``) to
     ``docs/results/<name>/``, put the Markdown into the README's block ``name`` (which must exist)
-    and refresh the README's verdict table where it has one. Returns the snapshot folder."""
+    and refresh the README's verdict table where it has one. ``sections``: headings of the run's
+    report (``report``, default ``<tables>/../report.md``) kept as ``excerpt.md`` and shown in the
+    README's block ``excerpt:<name>`` (``report_sections``). Returns the snapshot folder."""
     if not re.fullmatch(r"[\w.-]+", name):
         raise ValueError(f"snapshot name {name!r}: letters, digits, _ . - only")
     readme, tables = Path(readme), Path(tables)
     text = readme.read_text(encoding="utf-8")
-    begin, end = markers(name)
-    if begin not in text or end not in text:
-        raise ValueError(f"{readme} has no block {begin} ... {end} to fill")
+    text = fill_block(text, name, "", "results")  # checks the block exists before anything is copied
+    excerpt = None
+    if sections:
+        report = Path(report) if report is not None else tables.parent / "report.md"
+        if not report.is_file():
+            raise FileNotFoundError(f"{report} not found: the run's report holds the sections {list(sections)}")
+        excerpt = report_sections(report.read_text(encoding="utf-8"), sections)
+        text = fill_block(text, name, excerpt, "excerpt")
     folder = Path(root) / SNAPSHOTS / name
     folder.mkdir(parents=True, exist_ok=True)
     for file in REQUIRED:
@@ -70,8 +117,9 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md
     if (folder / "settings.csv").is_file():
         settings = pd.read_csv(folder / "settings.csv", keep_default_na=False)
         save_csv(settings.assign(config=config or name), folder / "settings.csv")
+    if excerpt is not None:
+        save_text(excerpt + "\n", folder / "excerpt.md")
     md = (folder / "results.md").read_text(encoding="utf-8").strip("\n")
-    head, rest = text.split(begin, 1)
-    save_text(f"{head}{begin}\n{md}\n{end}{rest.split(end, 1)[1]}", readme)
+    save_text(fill_block(text, name, md), readme)
     update_verdicts(readme, Path(root) / SNAPSHOTS)
     return folder
