@@ -92,8 +92,8 @@ def test_every_figure_writes_png_and_pdf(tmp_path, captured):
     assert [c["placeholder"] for c in captured] == [False] * 8
     n_other = len([m for m in syn.METHODS if m != "erm"])
     assert [len(c["axes"]) for c in captured[:6]] == [2, 2 * 2 * 2, 2, 2, 2 * n_other, 2 * 2]  # margins: MR², MR² λ = 0
-    assert captured[4]["titles"][:n_other] == [f"toy: {m} − erm (95% t-interval over 3 seeds)"
-                                               for m in syn.METHODS if m != "erm"]
+    assert [t.split("\n")[0] for t in captured[4]["titles"][:n_other]] == [
+        f"toy: {plotting.display_name(m)} − ERM (95% t-interval over 3 seeds)" for m in syn.METHODS if m != "erm"]
     assert len(captured[6]["axes"]) == 4
     assert len(captured[7]["axes"]) == 2  # the trade-off plane: a panel per dataset
 
@@ -120,7 +120,7 @@ def test_one_colour_per_method_in_every_figure(tmp_path, captured):
         drawn |= {matplotlib.colors.to_hex(line.get_color()) for line in ax.get_lines()[:1]}
         assert drawn == {want[method]}, ax.get_title()
     regime_legend = legend_colours(captured[-1]["axes"][-1])
-    assert regime_legend == {m: want[m] for m in regimes.METHODS}
+    assert regime_legend == {plotting.display_name(m): want[m] for m in regimes.METHODS}
     tradeoff_legend = legend_colours(captured[7]["axes"][-1])  # the trade-off plane names methods for readers
     assert tradeoff_legend == {plotting.display_name(m): want[m] for m in syn.METHODS if m != "erm"}
 

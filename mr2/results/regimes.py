@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.runs import DEFAULT_VARIANT
-from .plotting import _one_legend, _panels, method_colour, placeholder, save_figure
+from .plotting import _one_legend, _panels, display_name, method_colour, placeholder, save_figure
 from .statistics import LEVEL, verdict
 from .tables import METRIC_TITLES, format_difference, paired, per_run_metrics
 
@@ -117,14 +117,14 @@ def plot_regimes(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.
                 x = part["order"].to_numpy(float) + DODGE * (i - (len(present) - 1) / 2)
                 yerr = np.nan_to_num(np.vstack([part["diff"] - part["diff_lo"], part["diff_hi"] - part["diff"]]))
                 ax.errorbar(x, part["diff"], yerr=yerr, fmt="o-", markersize=4, linewidth=0.8, capsize=2,
-                            color=method_colour(method), label=method)
+                            color=method_colour(method), label=display_name(method))
             ax.axhline(0.0, color="black", linewidth=0.8)
             ax.set_xticks(range(len(labels)))
             ax.set_xticklabels(list(labels), rotation=20 if len(labels) > 3 else 0,
                                ha="right" if len(labels) > 3 else "center", fontsize=8)
             ax.set(title=f"{name}: {_metric_name(metric)}",
                    xlabel="training regime (size per class × epochs)",
-                   ylabel=f"Δ to {reference} (points, {LEVEL:.0%} t-interval)")
+                   ylabel=f"Δ to {display_name(reference)} (points, {LEVEL:.0%} t-interval)")
             ax.legend()
     _one_legend(axes.flat, "method")
     return save_figure(fig, stem)
