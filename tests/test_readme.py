@@ -56,6 +56,10 @@ over two lines.
 
 ### Link 1
 
+![figure](figures/z.png)
+
+A caption after a blank line.
+
 holds
 
 ## Figures
@@ -66,11 +70,14 @@ holds
 
 def test_report_sections_keep_whole_sections_without_their_figures():
     out = report_sections(REPORT, ["Long-tailed data", "Link 1"])
-    assert out == ("## Long-tailed data: groups\n\nintro\n\n### lt\n\n| a | b |\n\n"
-                   "- Positive control: **reproduced**.\n\n### Link 1\n\nholds")
-    assert report_sections(REPORT, ["Does the premise"]).endswith("### Link 1\n\nholds")  # subsections come along
+    assert out == ("**Long-tailed data: groups**\n\nintro\n\n**lt**\n\n| a | b |\n\n"
+                   "- Positive control: **reproduced**.\n\n**Link 1**\n\nholds")
+    assert report_sections(REPORT, ["Does the premise"]).endswith("**Link 1**\n\nholds")  # subsections come along
     with pytest.raises(ValueError, match="no section 'Sweeps'"):
         report_sections(REPORT, ["Sweeps"])
+    # a (sub)section that held only a figure leaves no empty heading behind
+    assert report_sections(REPORT, ["Figures"]) == ""
+    assert report_sections("## A\n\n### fig\n\n![x](x.png)\n\n### fig\n\ntext\n", ["A"]) == "**A**\n\n**fig**\n\ntext"
 
 
 def test_the_readme_opens_its_results_with_the_verdict_table_of_the_snapshots():

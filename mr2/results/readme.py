@@ -58,8 +58,10 @@ def fill_block(text: str, name: str, body: str, kind: str = "results") -> str:
 def report_sections(report: str, headings: Sequence[str]) -> str:
     """The sections of a report (Markdown) whose heading text starts with one of ``headings``, in the
     report's order, each up to the next heading of the same or a higher level; image lines and the
-    figure captions right under them are left out (the figures are not in the repository)."""
-    lines, out, keep_level, skip_caption = report.splitlines(), [], None, False
+    figure captions right under them are left out (the figures are not in the repository), and so is
+    a heading left with nothing under it; headings become bold lines, so that the excerpt sits
+    inside a README section without changing its outline."""
+    lines, out, keep_level, caption = report.splitlines(), [], None, None
     for line in lines:
         m = re.match(r"(#+) (.*)", line)
         if m and (keep_level is None or len(m.group(1)) <= keep_level):
@@ -67,16 +69,25 @@ def report_sections(report: str, headings: Sequence[str]) -> str:
         if keep_level is None:
             continue
         if line.startswith("!["):
-            skip_caption = True
+            caption = "before"  # the caption: the next paragraph, right under the figure or after a blank line
             continue
-        if skip_caption and line.strip():  # the caption paragraph under a figure
+        if caption == "before" and not line.strip():
             continue
-        skip_caption = False
+        if caption and line.strip() and not m:
+            caption = "in"
+            continue
+        caption = None
         out.append(line)
     missing = [h for h in headings if not re.search(rf"^#+ {re.escape(h)}", report, flags=re.M)]
     if missing:
         raise ValueError(f"the report has no section {', '.join(map(repr, missing))}")
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip("\n")
+    # a heading whose section held only a figure: nothing under it before the next heading of its level
+    filled = [i for i, line in enumerate(out) if line.strip()]
+    level = {i: len(out[i].split()[0]) if out[i].startswith("#") else 0 for i in filled}
+    emptied = {i for i, nxt in zip(filled, filled[1:] + [None])
+               if level[i] and (nxt is None or 0 < level[nxt] <= level[i])}
+    kept = [f"**{line.split(' ', 1)[1]}**" if level.get(i) else line for i, line in enumerate(out) if i not in emptied]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip("\n")
 
 
 def snapshot_markdown(csv: str | Path, reference: str = "erm") -> str:
