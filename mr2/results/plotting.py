@@ -152,16 +152,39 @@ def class_axis_width(k: int) -> float:
 def name_points(ax: plt.Axes, x, y, names: Sequence[str]) -> list:
     """Write each class's name beside its point, when there are at most ``ANNOTATE_MAX``, moved apart
     by adjustText so that no two names and no name and point overlap (a thin line joins a moved name
-    to its point). Returns the texts."""
+    to its point). Points crowded at an edge of the axes leave the names no room inside it, so while
+    two names still overlap the axes are widened (10 % more margin each try, at most 4 tries) and
+    the names placed again. Returns the texts."""
     if len(names) > ANNOTATE_MAX or not len(names):
         return []
     from adjustText import adjust_text
 
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    texts = [ax.text(xi, yi, str(name), fontsize=7, parse_math=False) for xi, yi, name in zip(x, y, names)]
-    ax.figure.canvas.draw()  # the layout adjustText measures
-    adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.4), arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5})
+    drawn: list = []
+    for attempt in range(5):
+        for artist in drawn:  # the names and joining lines of the try before
+            artist.remove()
+        if attempt:
+            ax.margins(x=0.05 + 0.1 * attempt, y=0.05 + 0.1 * attempt)
+            ax.autoscale_view()
+        texts = [ax.text(xi, yi, str(name), fontsize=7, parse_math=False) for xi, yi, name in zip(x, y, names)]
+        ax.figure.canvas.draw()  # the layout adjustText measures
+        _, lines = adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.4),
+                               arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5})
+        if not overlapping_texts(texts):
+            break
+        drawn = list(lines) + texts
     return texts
+
+
+def overlapping_texts(texts: Sequence) -> list[tuple[str, str]]:
+    """The pairs of ``texts`` (matplotlib Text) whose drawn boxes overlap."""
+    if not texts:
+        return []
+    renderer = texts[0].figure.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in texts]
+    return [(texts[i].get_text(), texts[j].get_text()) for i in range(len(texts)) for j in range(i + 1, len(texts))
+            if boxes[i].overlaps(boxes[j])]
 
 
 def end_labels(ax: plt.Axes, x: float, ys: Sequence[float], names: Sequence[str], colours: Sequence[str],
