@@ -95,6 +95,10 @@ def test_section_only_for_long_tailed_runs_and_in_the_report(tmp_path):
     per_class, runs = tables({"logit_adjust": few_effect(0.2), "ldam": few_effect(0.2)})
     t = {"per_class": per_class, "runs": runs, "groups": difficulty_table(per_class)}
     captions = Path(__file__).resolve().parents[1] / "workflow" / "report"
-    text = write_report(t, "| table |", {}, tmp_path / "report.md", captions, {"seeds": list(SEEDS)})
+    figures = {"accuracy_vs_variability": "figures/accuracy_vs_variability.png"}
+    text = write_report(t, "| table |", figures, tmp_path / "report.md", captions, {"seeds": list(SEEDS)})
     assert text.index("## What we find") < text.index("## Long-tailed data") < text.index("## Configuration")
+    # the premise's picture is a subsection of the findings, not of the long-tail section after them
+    assert text.index("## What we find") < text.index("(figures/accuracy_vs_variability.png)") < text.index(
+        "## Long-tailed data")
     assert "many-shot n_k > 180, few-shot n_k < 36 (4 many-shot, 3 medium-shot, 3 few-shot)" in text

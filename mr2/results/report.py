@@ -276,7 +276,8 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
     (``mr2.results.figures.available_figures``) is left out, with one line naming the config that
     runs it (section "Not in this run"). Order: the verdict, the results table, the findings led by
     the claim's figure (``claim_forest``), the premise's picture (``accuracy_vs_variability``) right
-    after them, the "Training regime" section when a data name is run in several regimes
+    after them, the "Long-tailed data" section for long-tailed training data
+    (``mr2.results.longtail``), the "Training regime" section when a data name is run in several regimes
     (``mr2.results.regimes``), "Does the premise hold?" from ``analysis`` (the folder of
     ``mr2.analysis.write_analysis``), the other steps' ``sections``, the other figures, the config.
     Every name from the tables (datasets, methods, variants, classes) is ``escape_text``-ed, and the
@@ -325,8 +326,8 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         *findings(per_class, runs, groups, reference, effect_of_interest),
         *class_findings(per_class, reference, method),
         "",
+        *premise,  # a subsection of the findings: before the next section opens
         *longtail_section(per_class, runs, reference),
-        *premise,
         *regime_section(per_class, runs, groups, reference),
         *(premise_section(analysis, out, report_dir, reference) if analysis else []),
         *[f"{section.strip()}\n" for section in sections],
