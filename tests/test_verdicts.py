@@ -268,3 +268,17 @@ def test_mr2_verdicts_without_a_snapshots_folder_is_one_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "mr2", "verdicts", "--snapshots", str(tmp_path / "none"),
                           "--readme", str(tmp_path / "README.md")], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 2 and out.stderr.startswith("error: snapshots folder") and "Traceback" not in out.stderr
+
+
+def test_a_long_tailed_setting_says_so():
+    """A setting trained on long-tailed data (data.imbalance) names its ratio: its per-class cap is
+    the cap before the profile, not what each class trained on."""
+    runs = pd.DataFrame({"dataset": ["lt", "lt", "bal"], "config.data.name": ["fashion_mnist"] * 3,
+                         "config.model.name": ["small_cnn"] * 3, "config.data.train_cap": [1000, 1000, 1000],
+                         "config.train.epochs": [160, 160, 20],
+                         "config.data.imbalance.ratio": [100.0, 100.0, float("nan")]})
+    table = V.settings_table(runs).set_index("dataset")
+    assert table.loc["lt", "data"] == "fashion_mnist (long-tailed, ratio 100)"
+    assert table.loc["bal", "data"] == "fashion_mnist"
+    assert V.settings_table(runs.drop(columns="config.data.imbalance.ratio")).set_index("dataset").loc[
+        "lt", "data"] == "fashion_mnist"

@@ -46,6 +46,7 @@ from scipy import stats
 from ..common.io import save_text
 from ..common.runs import DEFAULT_VARIANT
 from .regimes import regime_label
+from .longtail import IMBALANCE_COLUMN
 from .statistics import EFFECT_OF_INTEREST, LEVEL, comparison_word, minimum_detectable_effect
 from .tables import ABLATIONS, COMPARISON_COLUMNS, METRICS, MR2, MR2_FAMILY
 
@@ -67,8 +68,9 @@ BEGIN, END = "<!-- verdicts -->", "<!-- /verdicts -->"
 
 
 def settings_table(runs: pd.DataFrame | None) -> pd.DataFrame:
-    """A row per dataset key of the runs table: dataset, data (data.name), model (model.name),
-    regime ("600/class × 6 ep", ``mr2.results.regimes.regime_label``), from the resolved configs;
+    """A row per dataset key of the runs table: dataset, data (data.name, with "long-tailed, ratio r"
+    when ``data.imbalance`` is set), model (model.name), regime ("600/class × 6 ep",
+    ``mr2.results.regimes.regime_label``: the cap before any imbalance), from the resolved configs;
     a column the runs table lacks is left empty."""
     if runs is None or runs.empty:
         return pd.DataFrame(columns=["dataset", "data", "model", "regime"])
@@ -76,6 +78,9 @@ def settings_table(runs: pd.DataFrame | None) -> pd.DataFrame:
     out = pd.DataFrame({"dataset": first.index})
     for key in ("data", "model"):
         out[key] = first[SETTING_COLUMNS[key]].to_numpy() if SETTING_COLUMNS[key] in first else ""
+    if IMBALANCE_COLUMN in first:
+        ratio = pd.to_numeric(first[IMBALANCE_COLUMN], errors="coerce").to_numpy()
+        out["data"] = [d if math.isnan(r) else f"{d} (long-tailed, ratio {r:g})" for d, r in zip(out["data"], ratio)]
     if SETTING_COLUMNS["epochs"] in first:
         caps = first[SETTING_COLUMNS["train_cap"]] if SETTING_COLUMNS["train_cap"] in first else [None] * len(first)
         out["regime"] = [regime_label(c, e) for c, e in zip(caps, first[SETTING_COLUMNS["epochs"]])]
