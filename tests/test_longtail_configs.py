@@ -28,7 +28,9 @@ def test_config_dry_run_lists_every_run(tmp_path, name):
     cfg = load(name)
     res = run_snakemake(workdir_with_configs(tmp_path / "wf"), "-n", "--configfile", f"config/{name}")
     stats = dict(re.findall(r"(?m)^(\w+)\s+(\d+)$", res.stdout))
-    assert int(stats["train"]) == len(cfg["datasets"]) * len(cfg["methods"]) * len(cfg["seeds"])
+    # a run per dataset, method and seed, and per dataset, swept option value and seed
+    swept = sum(len(v) for k, v in cfg.get("sweeps", {}).items() if k != "method")
+    assert int(stats["train"]) == len(cfg["datasets"]) * (len(cfg["methods"]) + swept) * len(cfg["seeds"])
     assert int(stats["prepare"]) == len(cfg["datasets"]) and len(cfg["seeds"]) >= 3
 
 
