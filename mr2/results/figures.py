@@ -38,8 +38,8 @@ from .plotting import (GROUP_COLOURS, GROUP_ORDER, _empty_panel, _one_legend, _p
                        save_figure, symbol, value_ticks)
 from .claim_figures import claim_table, plot_claim
 from .regimes import plot_regimes, regime_table
-from .statistics import (LEVEL, correlation_verdict, grouped_spearman, one_of_many, paired_difference, seed_interval,
-                         verdict)
+from .statistics import (LEVEL, correlation_verdict, grouped_spearman, no_interval_reason, one_of_many,
+                         paired_difference, seed_interval, verdict)
 from .tradeoff import plot_tradeoff, tradeoff_points
 
 NO_SWEEP = "no sweep in this config"
@@ -139,9 +139,8 @@ def format_seed_rho(row: pd.Series | dict, level: float = LEVEL) -> str:
     earns when it says nothing (``correlation_verdict``: uninformative, not shown)."""
     if row is None or not row["n"] or pd.isna(row["rho_mean"]):
         return "ρ undefined"
-    if pd.isna(row["rho_lo"]):  # one seed, or seeds with fewer than 3 distinct ρ (``seed_interval``)
-        n = int(row["n"])
-        return f"ρ = {row['rho_mean']:+.2f} (no interval: {n} seed{'s, fewer than 3 distinct values' if n > 1 else ''})"
+    if pd.isna(row["rho_lo"]):
+        return f"ρ = {row['rho_mean']:+.2f} ({no_interval_reason(int(row['n']))})"
     word = correlation_verdict(row["rho_lo"], row["rho_hi"])
     return (f"ρ = {row['rho_mean']:+.2f} [{level:.0%} CI {row['rho_lo']:+.2f}, {row['rho_hi']:+.2f}], {int(row['n'])} seeds"
             + (f": {word}" if word in ("uninformative", "not shown") else ""))

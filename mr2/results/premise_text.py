@@ -14,7 +14,7 @@ from ..common.runs import DEFAULT_VARIANT
 from .html import escape_frame, escape_text
 from .plotting import caption, display_name
 from .premise_tables import EQUAL_CV, EXPLORATORY_OPTIONS, FIGURE_NAMES, NORMS, PARTS, SYMBOLS, read_analysis
-from .statistics import LEVEL, correlation_verdict
+from .statistics import LEVEL, correlation_verdict, no_interval_reason
 
 
 def is_exploratory(variant: str) -> bool:
@@ -50,8 +50,7 @@ def format_rho(row: dict[str, Any] | None, level: float = LEVEL) -> str:
     if not row["n_defined"]:
         return "undefined (fewer than 3 classes, or one side is constant across classes)"
     if pd.isna(row["rho_lo"]):
-        n = int(row["n_defined"])
-        return f"{row['rho_mean']:+.2f} [no interval: {n} seed{'s, fewer than 3 distinct values' if n > 1 else ''}]"
+        return f"{row['rho_mean']:+.2f} [{no_interval_reason(int(row['n_defined']))}]"
     return (f"{row['rho_mean']:+.2f} [{percent(level)} CI {row['rho_lo']:+.2f}, {row['rho_hi']:+.2f}; "
             f"{int(row['n_defined'])} seeds]")
 

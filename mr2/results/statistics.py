@@ -175,6 +175,12 @@ def seed_interval(values: Iterable[float], level: float = LEVEL) -> dict[str, fl
     return iv
 
 
+def no_interval_reason(n: int) -> str:
+    """Why ``seed_interval`` gave ``n`` per-seed values no interval: one seed, or fewer than
+    ``MIN_DISTINCT`` distinct values among several."""
+    return f"no interval: {n} seed" + (f"s, fewer than {MIN_DISTINCT} distinct values" if n > 1 else "")
+
+
 # ----------------------------------------------------------------------------- the words a finding earns
 #: a correlation's interval at least this wide (of the 2 that [−1, +1] spans) says nothing
 UNINFORMATIVE_WIDTH = 1.9
