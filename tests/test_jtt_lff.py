@@ -438,5 +438,5 @@ def test_change_figure_has_a_panel_per_baseline(tmp_path, monkeypatch):
     monkeypatch.setattr(F, "save_figure", lambda fig, stem, **kw: seen.append(
         [ax.get_title() for ax in fig.axes if ax.axison]) or real(fig, stem, **kw))
     F.plot_change_vs_reference(per_class, tmp_path / "change")
-    assert [title.split(" − ")[0] for title in seen[0]] == [f"toy: {m}" for m in ("mr2", "focal", "dro", "lff")]
+    assert [title.split(" − ")[0] for title in seen[0]] == [f"toy: {F.display_name(m)}" for m in ("mr2", "focal", "dro", "lff")]
     assert (tmp_path / "change.png").stat().st_size > 1000
