@@ -11,7 +11,7 @@
   mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2] [--method mr2]
   mr2 analysis --tables results/tables --out results/analysis   (does the premise hold?)
   mr2 report   --tables results/tables --figures results/figures --config <pipeline config> --out results/report.md
-  mr2 readme   --tables results/tables --name default [--config config/config.yaml] [--section HEADING]
+  mr2 readme   --tables results/tables --name default [--config config/config.yaml] [--section HEADING] [--figure STEM]
                (the README's generated tables, and sections of the run's report)
   mr2 verdicts [--snapshots docs/results] [--readme README.md]   (the README's verdict table across settings)
 
@@ -135,6 +135,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--section", action="append", default=[], metavar="HEADING",
                    help="a section of the run's report (heading start) to keep and show in <!-- excerpt:<name> -->; "
                         "repeatable")
+    p.add_argument("--figure", action="append", default=[], metavar="STEM",
+                   help="a figure of the run's report (file stem, e.g. tradeoff) to copy with its caption and show in "
+                        "<!-- figure:<name>.<stem> -->; repeatable")
     p.add_argument("--report", default=None, help="the run's report (default: <tables>/../report.md)")
     p = sub.add_parser("verdicts", help="the README's verdict table across settings, from the snapshots")
     p.add_argument("--snapshots", default="docs/results", help="the snapshots folder (default: docs/results)")
@@ -273,7 +276,7 @@ def results_step(args) -> None:
         from .results.readme import update_readme
 
         folder = update_readme(args.tables, args.name, args.readme, Path(args.readme).parent, config=args.config,
-                               sections=args.section, report=args.report)
+                               sections=args.section, report=args.report, figures=args.figure)
         print(f"[readme] {args.readme}: block {args.name} from {folder}")
     elif args.step == "verdicts":
         from .results.verdicts import snapshot_verdicts, update_verdicts, verdict_markdown

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mr2.results.readme import readme_blocks, report_sections, snapshot_markdown, update_readme
+from mr2.results.readme import readme_blocks, report_figure, report_sections, snapshot_markdown, update_readme
 from mr2.results.tables import write_results_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +30,18 @@ def test_each_excerpt_is_the_report_text_the_pipeline_wrote(name):
     text = readme_blocks((ROOT / "README.md").read_text(), "excerpt")[name]
     assert text == (ROOT / "docs" / "results" / name / "excerpt.md").read_text().strip("\n")
     assert name in BLOCKS  # an excerpt stands beside its run's results table
+
+
+@pytest.mark.parametrize("block", sorted(readme_blocks((ROOT / "README.md").read_text(), "figure")))
+def test_each_figure_is_the_report_figure_the_pipeline_drew(block):
+    """A figure block shows the snapshot's copy of a report figure with the report's caption."""
+    name, stem = block.split(".", 1)
+    text = readme_blocks((ROOT / "README.md").read_text(), "figure")[block]
+    folder = ROOT / "docs" / "results" / name
+    assert text == (folder / f"{stem}.md").read_text().strip("\n")
+    assert text.startswith(f"![{stem}](docs/results/{name}/{stem}.png)\n\n") and len(text.splitlines()) > 3
+    assert (folder / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert name in BLOCKS  # a figure stands beside its run's results table
 
 
 REPORT = """# Report
@@ -80,6 +92,14 @@ def test_report_sections_keep_whole_sections_without_their_figures():
     assert report_sections("## A\n\n### fig\n\n![x](x.png)\n\n### fig\n\ntext\n", ["A"]) == "**A**\n\n**fig**\n\ntext"
 
 
+def test_report_figure_finds_a_figure_and_its_caption():
+    assert report_figure(REPORT, "x") == ("figures/x.png", "A caption of the figure,\nover two lines.")
+    assert report_figure(REPORT, "z") == ("figures/z.png", "A caption after a blank line.")
+    assert report_figure(REPORT, "y") == ("figures/y.png", "")  # the last line of the report: no caption
+    with pytest.raises(ValueError, match="no figure 'w'"):
+        report_figure(REPORT, "w")
+
+
 def test_the_readme_opens_its_results_with_the_verdict_table_of_the_snapshots():
     """The verdict table across settings is what ``mr2 verdicts`` makes of docs/results/*/, and it
     comes before every results table."""
@@ -114,6 +134,25 @@ def test_update_readme_fills_one_block_and_keeps_the_rest(tmp_path):
     update_readme(tables, "x", readme, tmp_path, sections=["Long-tailed data"])
     excerpt = (tmp_path / "docs/results/x/excerpt.md").read_text().strip("\n")
     assert readme_blocks(readme.read_text(), "excerpt")["x"] == excerpt == report_sections(REPORT, ["Long-tailed data"])
+    # a figure of the report copied with its caption into the snapshot and shown in its block
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures/x.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    with pytest.raises(ValueError, match="no block <!-- figure:x.x -->"):
+        update_readme(tables, "x", readme, tmp_path, figures=["x"])
+    assert not (tmp_path / "docs/results/x/x.png").exists()  # nothing copied before the README is checked
+    readme.write_text(readme.read_text() + "<!-- figure:x.x -->\n<!-- /figure:x.x -->\n")
+    update_readme(tables, "x", readme, tmp_path, figures=["x"])
+    shown = readme_blocks(readme.read_text(), "figure")["x.x"]
+    assert shown == "![x](docs/results/x/x.png)\n\nA caption of the figure,\nover two lines."
+    assert (tmp_path / "docs/results/x/x.png").read_bytes().endswith(b"fake")
+    assert (tmp_path / "docs/results/x/x.md").read_text().strip("\n") == shown
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.png"  # a file that exists, but not beside the report
+    outside.write_bytes(b"\x89PNG\r\n\x1a\n")
+    (tmp_path / "report.md").write_text(REPORT + f"\n![e](../{outside.name})\n")
+    for bad, error in [("../x", "letters, digits"), ("w", "no figure 'w'"), ("y", "not a file beside the report"),
+                       (outside.stem, "not a file beside the report")]:
+        with pytest.raises((ValueError, FileNotFoundError), match=error):
+            update_readme(tables, "x", readme, tmp_path, figures=[bad])
 
 
 def test_the_own_loop_snippet_runs_as_written():

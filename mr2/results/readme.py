@@ -8,16 +8,21 @@ which the README's verdict table across settings is made (``mr2.results.verdicts
 ``<!-- verdicts -->`` and ``<!-- /verdicts -->``; refreshed with every snapshot). With ``--section``,
 the named sections of the run's report (its generated sentences: the positive control of a
 long-tailed run, the premise's links) are kept as ``excerpt.md`` and shown between
-``<!-- excerpt:<name> -->`` and ``<!-- /excerpt:<name> -->`` (figures left out: they live beside the
-run's report, not in the repository).
+``<!-- excerpt:<name> -->`` and ``<!-- /excerpt:<name> -->`` (figures left out). With ``--figure``,
+a figure of the report is copied into the snapshot with its caption (``<stem>.png``, ``<stem>.md``)
+and shown between ``<!-- figure:<name>.<stem> -->`` and ``<!-- /figure:<name>.<stem> -->``: the
+picture a reader of the paper looks for (the trade-off plane of a comparison) with the words that
+say what it shows.
 
   mr2 readme --tables results/tables --name default --config config/config.yaml   (after a run of it)
   mr2 readme --tables results/tables --name longtail --section "Long-tailed data"
+  mr2 readme --tables results/tables --name baselines --figure tradeoff
   mr2 verdicts                                     (only the verdict table, from docs/results/*/)
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -58,7 +63,7 @@ def fill_block(text: str, name: str, body: str, kind: str = "results") -> str:
 def report_sections(report: str, headings: Sequence[str]) -> str:
     """The sections of a report (Markdown) whose heading text starts with one of ``headings``, in the
     report's order, each up to the next heading of the same or a higher level; image lines and the
-    figure captions right under them are left out (the figures are not in the repository), and so is
+    figure captions right under them are left out (``report_figure`` keeps a figure with its caption), and so is
     a heading left with nothing under it; headings become bold lines, so that the excerpt sits
     inside a README section without changing its outline."""
     lines, out, keep_level, caption = report.splitlines(), [], None, None
@@ -90,32 +95,65 @@ def report_sections(report: str, headings: Sequence[str]) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(kept)).strip("\n")
 
 
+def report_figure(report: str, stem: str) -> tuple[str, str]:
+    """The figure ``stem`` of a report (Markdown): the image's path as the report writes it
+    (``![stem](path/stem.png)``, relative to the report) and its caption, the paragraph right
+    under it (after at most one blank line)."""
+    lines = report.splitlines()
+    found = [i for i, line in enumerate(lines) if re.fullmatch(rf"!\[[^\]]*\]\(((?:[\w.-]+/)*{re.escape(stem)}\.png)\)",
+                                                              line.strip())]
+    if not found:
+        raise ValueError(f"the report has no figure {stem!r} (an image line ![...](.../{stem}.png))")
+    i = found[0] + 1
+    i += i < len(lines) and not lines[i].strip()
+    caption = []
+    while i < len(lines) and lines[i].strip() and not lines[i].startswith(("#", "![")):
+        caption.append(lines[i])
+        i += 1
+    return re.search(r"\((.*)\)", lines[found[0]]).group(1), "\n".join(caption)
+
+
 def snapshot_markdown(csv: str | Path, reference: str = "erm") -> str:
     """The results table's Markdown regenerated from its CSV, as ``mr2 table`` writes it."""
     return results_markdown(pd.read_csv(csv), reference=reference)
 
 
 def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md", root: str | Path = ".",
-                  config: str | None = None, sections: Sequence[str] = (), report: str | Path | None = None) -> Path:
+                  config: str | None = None, sections: Sequence[str] = (), report: str | Path | None = None,
+                  figures: Sequence[str] = ()) -> Path:
     """Copy ``<tables>/results.{csv,md}`` (and comparisons.csv, settings.csv where the run wrote
     them; settings.csv gains a column ``config``: ``config``, else ``name``) to
     ``docs/results/<name>/``, put the Markdown into the README's block ``name`` (which must exist)
     and refresh the README's verdict table where it has one. ``sections``: headings of the run's
     report (``report``, default ``<tables>/../report.md``) kept as ``excerpt.md`` and shown in the
-    README's block ``excerpt:<name>`` (``report_sections``). Returns the snapshot folder."""
-    if not re.fullmatch(r"[\w.-]+", name):
-        raise ValueError(f"snapshot name {name!r}: letters, digits, _ . - only")
+    README's block ``excerpt:<name>`` (``report_sections``). ``figures``: stems of the report's
+    figures copied with their captions into the snapshot and shown in the blocks
+    ``figure:<name>.<stem>`` (``report_figure``). Returns the snapshot folder."""
+    for what, value in [("snapshot name", name), *(("figure", stem) for stem in figures)]:
+        if not re.fullmatch(r"[\w.-]+", value):
+            raise ValueError(f"{what} {value!r}: letters, digits, _ . - only")
     readme, tables = Path(readme), Path(tables)
     text = readme.read_text(encoding="utf-8")
     text = fill_block(text, name, "", "results")  # checks the block exists before anything is copied
-    excerpt = None
-    if sections:
+    folder = Path(root) / SNAPSHOTS / name
+    excerpt, pictures = None, {}
+    if sections or figures:
         report = Path(report) if report is not None else tables.parent / "report.md"
         if not report.is_file():
-            raise FileNotFoundError(f"{report} not found: the run's report holds the sections {list(sections)}")
-        excerpt = report_sections(report.read_text(encoding="utf-8"), sections)
+            raise FileNotFoundError(f"{report} not found: the run's report holds the sections {list(sections)} "
+                                    f"and figures {list(figures)}")
+        source = report.read_text(encoding="utf-8")
+    if sections:
+        excerpt = report_sections(source, sections)
         text = fill_block(text, name, excerpt, "excerpt")
-    folder = Path(root) / SNAPSHOTS / name
+    for stem in figures:
+        image, caption = report_figure(source, stem)
+        image = (report.parent / image).resolve()
+        if not image.is_relative_to(report.parent.resolve()) or not image.is_file():
+            raise FileNotFoundError(f"figure {stem!r}: {image} is not a file beside the report {report}")
+        shown = Path(os.path.relpath(folder / f"{stem}.png", readme.parent)).as_posix()
+        pictures[stem] = (image, f"![{stem}]({shown})\n\n{caption}".strip("\n"))
+        text = fill_block(text, f"{name}.{stem}", pictures[stem][1], "figure")
     folder.mkdir(parents=True, exist_ok=True)
     for file in REQUIRED:
         if not (tables / file).is_file():
@@ -130,6 +168,9 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md
         save_csv(settings.assign(config=config or name), folder / "settings.csv")
     if excerpt is not None:
         save_text(excerpt + "\n", folder / "excerpt.md")
+    for stem, (image, body) in pictures.items():
+        shutil.copyfile(image, folder / f"{stem}.png")
+        save_text(body + "\n", folder / f"{stem}.md")
     md = (folder / "results.md").read_text(encoding="utf-8").strip("\n")
     save_text(fill_block(text, name, md), readme)
     update_verdicts(readme, Path(root) / SNAPSHOTS)
