@@ -144,6 +144,12 @@ def test_update_readme_fills_one_block_and_keeps_the_rest(tmp_path):
     update_readme(tables, "x", readme, tmp_path, figures=["x"])
     shown = readme_blocks(readme.read_text(), "figure")["x.x"]
     assert shown == "![x](docs/results/x/x.png)\n\nA caption of the figure,\nover two lines."
+    # a caption naming the run's tables points at the snapshot's copies
+    (tmp_path / "report.md").write_text(REPORT.replace("over two lines.", "see results/tables/comparisons.csv."))
+    update_readme(tables, "x", readme, tmp_path, figures=["x"])
+    assert readme_blocks(readme.read_text(), "figure")["x.x"].endswith("see docs/results/x/comparisons.csv.")
+    (tmp_path / "report.md").write_text(REPORT)
+    update_readme(tables, "x", readme, tmp_path, figures=["x"])
     assert (tmp_path / "docs/results/x/x.png").read_bytes().endswith(b"fake")
     assert (tmp_path / "docs/results/x/x.md").read_text().strip("\n") == shown
     outside = tmp_path.parent / f"{tmp_path.name}-outside.png"  # a file that exists, but not beside the report

@@ -151,8 +151,10 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md
         image = (report.parent / image).resolve()
         if not image.is_relative_to(report.parent.resolve()) or not image.is_file():
             raise FileNotFoundError(f"figure {stem!r}: {image} is not a file beside the report {report}")
-        shown = Path(os.path.relpath(folder / f"{stem}.png", readme.parent)).as_posix()
-        pictures[stem] = (image, f"![{stem}]({shown})\n\n{caption}".strip("\n"))
+        here = Path(os.path.relpath(folder, readme.parent)).as_posix()
+        # the run's tables the caption names are the snapshot's copies in the repository
+        caption = re.sub(r"results/tables/(?=(?:results|comparisons|settings)\.csv)", f"{here}/", caption)
+        pictures[stem] = (image, f"![{stem}]({here}/{stem}.png)\n\n{caption}".strip("\n"))
         text = fill_block(text, f"{name}.{stem}", pictures[stem][1], "figure")
     folder.mkdir(parents=True, exist_ok=True)
     for file in REQUIRED:
