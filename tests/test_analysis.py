@@ -90,6 +90,11 @@ def test_a_paired_difference_of_zero_width_is_no_verdict():
     assert d["diff_lo"] == pytest.approx(d["diff_hi"]) and d["diff"] == pytest.approx(0.1)
     assert statistics.verdict(d["diff"], d["diff_lo"], d["diff_hi"]).startswith("undetermined")
     assert statistics.verdict(0.1, 0.05, 0.15) == "higher"
+    assert statistics.verdict(d["diff"], d["diff_lo"], d["diff_hi"]) == "undetermined (no spread between seeds)"
+    # identical runs (every seed's difference exactly 0) are no difference, whatever the interval's width
+    same = statistics.paired_difference(np.array([0.6, 0.7, 0.8]), np.array([0.6, 0.7, 0.8]))
+    assert (same["diff"], same["diff_lo"], same["diff_hi"], same["mde"]) == (0.0, 0.0, 0.0, 0.0)
+    assert statistics.comparison_word(same["diff"], same["diff_lo"], same["diff_hi"], same["mde"]) == "no clear difference"
 
 
 # ----------------------------------------------------------------------------- synthetic tables

@@ -429,6 +429,29 @@ def test_report_says_for_each_baseline_whether_it_trades_easy_for_hard():
     assert "`focal`" in summary and "`dro`" in summary and "`lff`" in summary
 
 
+def test_a_baseline_identical_to_erm_is_called_identical_not_undetermined():
+    """A loss that equals cross-entropy on balanced classes (EQL, logit adjustment) gives ERM's runs
+    exactly: every paired difference 0 on every seed. That is no difference, not a missing interval."""
+    from mr2.results import groups as G
+    from mr2.results.report import findings
+
+    per_class, runs = tables_with_baselines()
+    erm = per_class[per_class["method"] == "erm"]
+    per_class = pd.concat([per_class, erm.assign(method="eql")], ignore_index=True)
+    runs = pd.concat([runs, runs[runs["method"] == "erm"].assign(method="eql")], ignore_index=True)
+    text = "\n".join(findings(per_class, runs, G.difficulty_table(per_class)))
+    line = next(s for s in text.splitlines() if s.startswith("- `eql` against ERM"))
+    assert "It is identical to ERM on every seed." in line and "undetermined" not in line
+    assert "hard classes +0.0 points [95 % CI +0.0, +0.0; MDE 0.0] (no clear difference)" in line
+    assert "identical to ERM on every seed: `eql`" in text
+    # a baseline shifted by a constant on every seed has no spread to test against: undetermined, said so
+    from mr2.results.report import trade_off_kind
+
+    word = "undetermined (no spread between seeds)"
+    assert trade_off_kind(word, "no clear difference") == (
+        "leaves its change in hard classes undetermined (no spread between seeds); it does not lower easy classes")
+
+
 def test_change_figure_has_a_panel_per_baseline(tmp_path, monkeypatch):
     from mr2.results import figures as F
 

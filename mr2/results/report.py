@@ -54,7 +54,8 @@ def trade_off_kind(hard: str, easy: str) -> str:
     the two phrases of ``HARD_PHRASE`` and ``EASY_PHRASE``)."""
     if (hard, easy) in TRADE_OFF:
         return TRADE_OFF[(hard, easy)]
-    return f"{HARD_PHRASE.get(hard, 'changes hard classes: ' + hard)}; it {EASY_PHRASE.get(easy, 'easy: ' + easy)}"
+    return (f"{HARD_PHRASE.get(hard, 'leaves its change in hard classes ' + hard)}; "
+            f"it {EASY_PHRASE.get(easy, 'leaves its change in easy classes ' + easy)}")
 
 
 def _fmt(d: dict[str, float]) -> str:
@@ -173,7 +174,8 @@ def baseline_findings(per_run: pd.DataFrame, dataset: str, reference: str = "erm
             lines.append(f"- `{method}` shares no seed with {reference.upper()} here: no paired comparison.")
             continue
         v = {m: _word(d, effect_of_interest) for m, d in res.items()}
-        kind = trade_off_kind(v["hard"], v["easy"])
+        identical = all(d["diff"] == 0 and d["diff_sd"] == 0 for d in res.values())
+        kind = f"is identical to {reference.upper()} on every seed" if identical else trade_off_kind(v["hard"], v["easy"])
         kinds.setdefault(kind, []).append(method)
         lines.append(f"- `{method}` against {reference.upper()} ({res['all']['n_paired']} seeds): hard classes "
                      f"{_fmt(res['hard'])} ({v['hard']}); easy classes {_fmt(res['easy'])} ({v['easy']}); all "

@@ -101,9 +101,15 @@ def seeds_needed(sd: float, target: float, alpha: float = 1 - LEVEL, power: floa
 
 def verdict(diff: float, lo: float, hi: float) -> str:
     """'higher' / 'lower' when the interval excludes 0, else 'no clear difference'; undetermined
-    without an interval or with one of zero width (every seed the same difference: no spread)."""
-    if any(math.isnan(v) for v in (diff, lo, hi)) or not hi - lo > 1e-9 * max(1.0, abs(diff)):
+    without an interval, or with one of zero width away from 0 (every seed the same nonzero
+    difference: no spread to test against). An interval of zero width at 0 is every seed the same
+    value for both methods (identical runs, e.g. a loss that equals cross-entropy on balanced
+    classes): 'no clear difference', there is none."""
+    if any(math.isnan(v) for v in (diff, lo, hi)):
         return "undetermined (too few seeds for an interval)"
+    tol = 1e-9 * max(1.0, abs(diff))
+    if not hi - lo > tol:
+        return "no clear difference" if abs(diff) <= tol else "undetermined (no spread between seeds)"
     if lo > 0:
         return "higher"
     if hi < 0:
