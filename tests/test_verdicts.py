@@ -169,6 +169,9 @@ def test_the_decision_rules_of_each_part():
     assert cells(rows, methods) == {"hard_up": "supported", "easy_not_down": "contradicted",
                                     "overall_up": "underpowered", "ablations_below": "supported",
                                     "above_baselines": "contradicted"}
+    # behind the word: the comparison that decides it (dro), and the count of baselines per word
+    detail = V.verdict_cells(pd.DataFrame(rows, columns=R.COMPARISON_COLUMNS), set(methods))["above_baselines"][1]
+    assert detail == "vs dro: hard +0.0 [-1.0, +1.0], easy +0.0 [-1.0, +1.0] (by baseline, of 2: 1 contradicted, 1 supported)"
     rows[0] = comparison("mr2", "erm", "hard", "no clear difference")
     rows[2] = comparison("mr2", "erm", "all", "undetermined (too few seeds for an interval)")
     assert cells(rows, methods)["hard_up"] == "not shown" and cells(rows, methods)["overall_up"] == "underpowered"

@@ -144,13 +144,26 @@ def verdict_cells(comparisons: pd.DataFrame, methods: set[str], reference: str =
     elif not pairwise or any((MR2, b, m) not in at for b in baselines for m in ("hard", "easy")):
         cells["above_baselines"] = (NOT_COMPUTED, "")
     else:
-        words, details = [], []
+        per_baseline = {}
         for b in baselines:
             hard, easy = at[(MR2, b, "hard")], at[(MR2, b, "easy")]
-            words += [reading(hard["word"], "up"), reading(easy["word"], "not down")]
-            details.append(f"vs {b}: hard {_delta(hard)}, easy {_delta(easy)}")
-        cells["above_baselines"] = (part_word(words), "; ".join(details))
+            per_baseline[b] = (part_word([reading(hard["word"], "up"), reading(easy["word"], "not down")]),
+                               f"vs {b}: hard {_delta(hard)}, easy {_delta(easy)}")
+        cells["above_baselines"] = baselines_cell(per_baseline)
     return cells
+
+
+def baselines_cell(per_baseline: dict[str, tuple[str, str]]) -> tuple[str, str]:
+    """The part "MR² above the baselines" from each baseline's (word, Δs): the word of
+    ``part_word``, and behind it the comparisons that decide it (those that earned that word), then,
+    with more than one baseline, how many baselines earned each word."""
+    word = part_word([w for w, _ in per_baseline.values()])
+    detail = "; ".join(d for w, d in per_baseline.values() if w == word)
+    if len(per_baseline) > 1:
+        counts = pd.Series([w for w, _ in per_baseline.values()]).value_counts()
+        detail += (f" (by baseline, of {len(per_baseline)}: "
+                   + ", ".join(f"{counts[w]} {w}" for w in PRECEDENCE if w in counts) + ")")
+    return word, detail
 
 
 def verdict_table(comparisons: pd.DataFrame, methods: pd.DataFrame, settings: pd.DataFrame | None = None,
