@@ -267,6 +267,36 @@ def test_the_tradeoff_points_are_the_paired_differences(tmp_path):
     assert all(p.is_file() for p in plot_tradeoff(two, None, G.difficulty_table(two), tmp_path / "empty"))
 
 
+def test_a_far_point_gets_the_crowd_near_zero_a_zoomed_panel(tmp_path, monkeypatch):
+    """One method far out (LfF's collapse) squeezes the rest into a blot: a second panel zooms on the
+    methods near 0 and names them; the legend still lists every method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from mr2.results import tradeoff as TR
+    from mr2.results.plotting import display_name, overlapping_texts
+
+    effects = {"mr2": (0.0, 0.0, 0.005), "ldam": (-0.004, 0.0, 0.004), "focal": (0.002, 0.0, -0.003),
+               "lff": (-0.02, 0.0, -0.12)}
+    pc = three_class(effects, noise=0.002)
+    groups = G.difficulty_table(pc)
+    points = TR.tradeoff_points(pc, None, groups)
+    near = TR.near_zero(points)
+    assert dict(zip(points["method"], near)) == {"mr2": True, "ldam": True, "focal": True, "lff": False}
+    figures = []
+    monkeypatch.setattr(TR, "save_figure", lambda fig, stem: figures.append(fig) or [])
+    TR.plot_tradeoff(pc, None, groups, tmp_path / "tradeoff")
+    whole, zoom = figures[0].axes
+    assert "zoom on the 3 methods near 0" in zoom.get_title() and "zoom" not in whole.get_title()
+    names = [t for t in zoom.texts if t.get_text()]
+    assert sorted(t.get_text() for t in names) == sorted(display_name(m) for m in ("mr2", "ldam", "focal"))
+    assert not overlapping_texts(names)
+    assert zoom.get_ylim()[0] > points.set_index("method").loc["lff", "hard_diff"]  # LfF is outside the zoom
+    assert [t.get_text() for t in zoom.get_legend().get_texts()] == [display_name(m) for m in effects]
+    # without a far point, one panel per dataset
+    assert TR.near_zero(points[points["method"] != "lff"]) is None
+
+
 def test_mr2_verdicts_without_a_snapshots_folder_is_one_line(tmp_path):
     out = subprocess.run([sys.executable, "-m", "mr2", "verdicts", "--snapshots", str(tmp_path / "none"),
                           "--readme", str(tmp_path / "README.md")], capture_output=True, text=True, cwd=ROOT)

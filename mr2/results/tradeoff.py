@@ -7,6 +7,7 @@ rows of ``mr2.results.tables.comparisons_table`` against the reference (default 
 seed), the numbers of the results table; a panel per dataset.
 
   tradeoff_points  a row per dataset and method: hard and easy Δ with their intervals, n_paired
+  near_zero        which points crowd around 0 while others lie far out (they get a zoomed panel)
   plot_tradeoff    the figure (a placeholder when no method has a paired comparison)
 """
 
@@ -19,11 +20,14 @@ import numpy as np
 import pandas as pd
 
 from ..common.runs import DEFAULT_VARIANT
-from .plotting import _panels, method_colour, display_name, placeholder, save_figure
+from .plotting import _panels, method_colour, display_name, name_points, placeholder, save_figure
 from .tables import comparisons_table
 
 NO_POINTS = "no method shares seeds with the reference on a dataset with easy and hard classes"
 AXES = {"easy": "x", "hard": "y"}
+#: a point is "near 0" within this many times the median distance of the points from the origin
+#: (at least ``NEAR_FLOOR`` points), and a panel zooms on those when some other point lies farther out
+NEAR_FACTOR, NEAR_FLOOR = 3.0, 0.25
 
 
 def tradeoff_points(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame,
@@ -52,18 +56,34 @@ def _bar(point: pd.Series, m: str) -> np.ndarray | None:
     return np.array([[point[f"{m}_diff"] - point[f"{m}_lo"]], [point[f"{m}_hi"] - point[f"{m}_diff"]]])
 
 
+def near_zero(points: pd.DataFrame) -> pd.Series | None:
+    """The points (rows of ``tradeoff_points``, one dataset) within ``NEAR_FACTOR`` times the median
+    distance from the origin (at least ``NEAR_FLOOR`` points) when at least two are and at least one
+    is not: a far point (a method that collapses) squeezes the others into one blot. None otherwise."""
+    r = np.hypot(points["easy_diff"].to_numpy(float), points["hard_diff"].to_numpy(float))
+    near = r <= NEAR_FACTOR * max(float(np.median(r)), NEAR_FLOOR)
+    return pd.Series(near, index=points.index) if 2 <= near.sum() < len(points) else None
+
+
 def plot_tradeoff(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame, stem: str | Path,
                   reference: str = "erm") -> list[Path]:
     """Per dataset a panel: a point per method at (easy Δ, hard Δ) to ``reference`` with both 95 %
     intervals as error bars (none with one paired seed), named in the legend; lines at zero; the
-    quadrant the paper claims for MR² (hard up, easy not down) shaded."""
+    quadrant the paper claims for MR² (hard up, easy not down) shaded. Where a few points lie far out
+    and the rest crowd around 0 (``near_zero``), a second panel beside it zooms on the crowd, each
+    point named beside it."""
     points = tradeoff_points(per_class, runs, groups, reference)
     if points.empty:
         return placeholder(stem, NO_POINTS)
-    datasets = list(points["dataset"].unique())
-    fig, axes = _panels(len(datasets), width=5.0)
-    for ax, dataset in zip(axes[0], datasets):
+    panels = []
+    for dataset in points["dataset"].unique():
         here = points[points["dataset"] == dataset]
+        near = near_zero(here)
+        panels.append((dataset, here, False))
+        if near is not None:
+            panels.append((dataset, here[near], True))
+    fig, axes = _panels(len(panels), width=5.0)
+    for ax, (dataset, here, zoom) in zip(axes[0], panels):
         for _, p in here.iterrows():
             colour = method_colour(p["method"])
             ax.errorbar(p["easy_diff"], p["hard_diff"], xerr=_bar(p, "easy"), yerr=_bar(p, "hard"), fmt="o",
@@ -78,8 +98,15 @@ def plot_tradeoff(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd
         ax.set_xlim(min(x0, 0), max(x1, 0))
         ax.set_ylim(min(y0, 0), max(y1, 0))
         n = here["n_paired"].max()
-        ax.set_title(f"{dataset} ({int(n)} paired seed{'s' if n != 1 else ''})", fontsize=10)
+        ax.set_title(f"{dataset} ({int(n)} paired seed{'s' if n != 1 else ''})"
+                     + (f"\nzoom on the {len(here)} methods near 0" if zoom else ""), fontsize=10)
+        if zoom:
+            name_points(ax, here["easy_diff"], here["hard_diff"], [display_name(m) for m in here["method"]])
         ax.set_xlabel(f"Δ easy classes vs {display_name(reference)} (points)")
         ax.set_ylabel(f"Δ hard classes vs {display_name(reference)} (points)")
-    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, title="method", fontsize=8)
+    legend = {}  # every method of every panel, once (a zoomed panel holds only some)
+    for ax in axes[0]:
+        legend.update({label: handle for handle, label in zip(*ax.get_legend_handles_labels())})
+    axes[0][-1].legend(legend.values(), legend.keys(), loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False,
+                       title="method", fontsize=8)
     return save_figure(fig, stem)
