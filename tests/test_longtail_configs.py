@@ -14,7 +14,7 @@ from mr2.engine.data import resolve_config
 from mr2.method.losses.factory import check_options
 
 ROOT = Path(__file__).resolve().parents[1]
-NEW_CONFIGS = ["longtail.yaml", "longtail-convergence.yaml", "cifar100-lt.yaml", "planted.yaml", "mnist1d.yaml", "mnist1d-convergence.yaml"]
+NEW_CONFIGS = ["longtail.yaml", "longtail-convergence.yaml", "cifar100-lt.yaml", "planted.yaml", "mnist1d.yaml", "mnist1d-40ep.yaml", "mnist1d-convergence.yaml"]
 
 
 def load(name):
