@@ -100,9 +100,9 @@ def report_figure(report: str, stem: str) -> tuple[str, str]:
     (``![stem](path/stem.png)``, relative to the report) and its caption, the paragraph right
     under it (after at most one blank line)."""
     lines = report.splitlines()
-    found = [i for i, line in enumerate(lines) if re.fullmatch(rf"!\[[^\]]*\]\(((?:[\w.-]+/)*{re.escape(stem)}\.png)\)",
-                                                              line.strip())]
-    if not found:
+    image = re.compile(rf"!\[[^\]]*\]\(((?:[\w.-]+/)*{re.escape(stem)}\.png)\)")
+    found = next(((i, m) for i, line in enumerate(lines) if (m := image.fullmatch(line.strip()))), None)
+    if found is None:
         raise ValueError(f"the report has no figure {stem!r} (an image line ![...](.../{stem}.png))")
     i = found[0] + 1
     i += i < len(lines) and not lines[i].strip()
@@ -110,7 +110,7 @@ def report_figure(report: str, stem: str) -> tuple[str, str]:
     while i < len(lines) and lines[i].strip() and not lines[i].startswith(("#", "![")):
         caption.append(lines[i])
         i += 1
-    return re.search(r"\((.*)\)", lines[found[0]]).group(1), "\n".join(caption)
+    return found[1].group(1), "\n".join(caption)
 
 
 def snapshot_markdown(csv: str | Path, reference: str = "erm") -> str:
@@ -146,12 +146,12 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md
     if sections:
         excerpt = report_sections(source, sections)
         text = fill_block(text, name, excerpt, "excerpt")
+    here = Path(os.path.relpath(folder, readme.parent)).as_posix()  # the snapshot as the README links it
     for stem in figures:
         image, caption = report_figure(source, stem)
         image = (report.parent / image).resolve()
         if not image.is_relative_to(report.parent.resolve()) or not image.is_file():
             raise FileNotFoundError(f"figure {stem!r}: {image} is not a file beside the report {report}")
-        here = Path(os.path.relpath(folder, readme.parent)).as_posix()
         # the run's tables the caption names are the snapshot's copies in the repository
         caption = re.sub(r"results/tables/(?=(?:results|comparisons|settings)\.csv)", f"{here}/", caption)
         pictures[stem] = (image, f"![{stem}]({here}/{stem}.png)\n\n{caption}".strip("\n"))
