@@ -66,23 +66,15 @@ def report_sections(report: str, headings: Sequence[str]) -> str:
     figure captions right under them are left out (``report_figure`` keeps a figure with its caption), and so is
     a heading left with nothing under it; headings become bold lines, so that the excerpt sits
     inside a README section without changing its outline."""
-    lines, out, keep_level, caption = report.splitlines(), [], None, None
-    for line in lines:
+    lines, out, keep_level = report.splitlines(), [], None
+    figures = {i for i, line in enumerate(lines) if line.startswith("![")}
+    skip = figures.union(*(figure_caption(lines, i) for i in figures))
+    for i, line in enumerate(lines):
         m = re.match(r"(#+) (.*)", line)
         if m and (keep_level is None or len(m.group(1)) <= keep_level):
             keep_level = len(m.group(1)) if any(m.group(2).startswith(h) for h in headings) else None
-        if keep_level is None:
-            continue
-        if line.startswith("!["):
-            caption = "before"  # the caption: the next paragraph, right under the figure or after a blank line
-            continue
-        if caption == "before" and not line.strip():
-            continue
-        if caption and line.strip() and not m:
-            caption = "in"
-            continue
-        caption = None
-        out.append(line)
+        if keep_level is not None and i not in skip:
+            out.append(line)
     missing = [h for h in headings if not re.search(rf"^#+ {re.escape(h)}", report, flags=re.M)]
     if missing:
         raise ValueError(f"the report has no section {', '.join(map(repr, missing))}")
@@ -104,13 +96,18 @@ def report_figure(report: str, stem: str) -> tuple[str, str]:
     found = next(((i, m) for i, line in enumerate(lines) if (m := image.fullmatch(line.strip()))), None)
     if found is None:
         raise ValueError(f"the report has no figure {stem!r} (an image line ![...](.../{stem}.png))")
-    i = found[0] + 1
-    i += i < len(lines) and not lines[i].strip()
-    caption = []
-    while i < len(lines) and lines[i].strip() and not lines[i].startswith(("#", "![")):
-        caption.append(lines[i])
-        i += 1
-    return found[1].group(1), "\n".join(caption)
+    return found[1].group(1), "\n".join(lines[i] for i in figure_caption(lines, found[0]))
+
+
+def figure_caption(lines: Sequence[str], image: int) -> range:
+    """The line numbers of the caption of the figure whose image is line ``image``: the paragraph
+    right under it, after at most one blank line, up to a blank line, a heading or another image."""
+    start = image + 1
+    start += start < len(lines) and not lines[start].strip()
+    end = start
+    while end < len(lines) and lines[end].strip() and not lines[end].startswith(("#", "![")):
+        end += 1
+    return range(start, end)
 
 
 def snapshot_markdown(csv: str | Path, reference: str = "erm") -> str:
