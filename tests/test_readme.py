@@ -119,6 +119,9 @@ def test_update_readme_fills_one_block_and_keeps_the_rest(tmp_path):
     write_results_table(table, tables / "results.csv", tables / "results.md")
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- results:x -->\nold\n<!-- /results:x -->\nafter\n")
+    with pytest.raises(FileNotFoundError, match=r"elsewhere/results.csv.* not found"):  # a run without its table
+        update_readme(tmp_path / "elsewhere", "x", readme, tmp_path)
+    assert not (tmp_path / "docs").exists() and "old" in readme.read_text()  # nothing made or changed
     update_readme(tables, "x", readme, tmp_path)
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("after\n") and "old" not in text

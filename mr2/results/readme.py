@@ -51,11 +51,17 @@ def readme_blocks(text: str, kind: str = "results") -> dict[str, str]:
             re.finditer(rf"<!-- {kind}:([\w.-]+) -->\n(.*?)\n<!-- /{kind}:\1 -->", text, flags=re.S)}
 
 
-def fill_block(text: str, name: str, body: str, kind: str = "results") -> str:
-    """``text`` with the block ``kind:name`` holding ``body`` (the block must exist)."""
+def require_block(text: str, name: str, kind: str = "results") -> tuple[str, str]:
+    """The markers of the README's block ``kind:name``; a ValueError naming them if it lacks one."""
     begin, end = markers(name, kind)
     if begin not in text or end not in text:
         raise ValueError(f"the README has no block {begin} ... {end} to fill")
+    return begin, end
+
+
+def fill_block(text: str, name: str, body: str, kind: str = "results") -> str:
+    """``text`` with the block ``kind:name`` holding ``body`` (the block must exist)."""
+    begin, end = require_block(text, name, kind)
     head, rest = text.split(begin, 1)
     return f"{head}{begin}\n{body}\n{end}{rest.split(end, 1)[1]}"
 
@@ -131,7 +137,10 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md
             raise ValueError(f"{what} {value!r}: letters, digits, _ . - only")
     readme, tables = Path(readme), Path(tables)
     text = readme.read_text(encoding="utf-8")
-    text = fill_block(text, name, "", "results")  # checks the block exists before anything is copied
+    require_block(text, name)  # before anything is copied
+    missing = [str(tables / file) for file in REQUIRED if not (tables / file).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{', '.join(missing)} not found; run the pipeline's results_table step first")
     folder = Path(root) / SNAPSHOTS / name
     excerpt, pictures = None, {}
     if sections or figures:
@@ -154,9 +163,6 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md
         pictures[stem] = (image, f"![{stem}]({here}/{stem}.png)\n\n{caption}".strip("\n"))
         text = fill_block(text, f"{name}.{stem}", pictures[stem][1], "figure")
     folder.mkdir(parents=True, exist_ok=True)
-    for file in REQUIRED:
-        if not (tables / file).is_file():
-            raise FileNotFoundError(f"{tables / file} not found; run the pipeline's results_table step first")
     for file in REQUIRED + OPTIONAL:
         if (tables / file).is_file():
             shutil.copyfile(tables / file, folder / file)
