@@ -331,6 +331,23 @@ def test_claim_forest_draws_each_methods_paired_difference_and_interval(tmp_path
         assert (lo, hi) == pytest.approx((d.mean() - half, d.mean() + half))
 
 
+def test_claim_forest_draws_an_interval_past_the_possible_range_up_to_it_and_marks_it(tmp_path, captured,
+                                                                                      monkeypatch):
+    """Three seeds that disagree wildly give a t-interval wider than ±100 points (MR² on MNIST-1D after
+    40 epochs): the bar stops at ±100, the most two accuracies can differ, with a triangle there."""
+    wild = pd.DataFrame([{"dataset": "d", "method": "mr2", "metric": "all", "diff": -20.0, "diff_lo": -150.0,
+                          "diff_hi": 110.0, "n_paired": 3},
+                         {"dataset": "d", "method": "mr2", "metric": "hard", "diff": 1.0, "diff_lo": -2.0,
+                          "diff_hi": 4.0, "n_paired": 3}])
+    monkeypatch.setattr(claim_figures, "claim_table", lambda *a, **k: wild)
+    check_files(claim_figures.plot_claim(None, None, None, tmp_path / "claim"))
+    ax = captured[0]["axes"][0]
+    (bars,) = ax.containers[0].lines[2]
+    assert [(lo, hi) for (lo, _), (hi, _) in bars.get_segments()] == [(-100.0, 100.0), (-2.0, 4.0)]
+    marks = {line.get_marker(): list(line.get_xdata()) for line in ax.get_lines() if line.get_marker() in ("<", ">")}
+    assert marks == {"<": [-100.0], ">": [100.0]}  # only the clipped ends, at the limit
+
+
 def test_names_of_points_crowded_in_a_corner_do_not_overlap():
     """Three classes almost on one spot at the axes' corner (MR²'s a_k of Ankle boot, Sandal and
     Sneaker on Fashion-MNIST, a small panel: one placement by adjustText leaves their names on top of

@@ -23,6 +23,7 @@ from .tables import METRIC_TITLES, paired, per_run_metrics
 CLAIM_METRICS = ("all", "easy", "medium", "hard", "worst")
 COLUMNS = ["dataset", "method", "metric", "diff", "diff_lo", "diff_hi", "n_paired"]
 ROW_HEIGHT = 0.16  # inches per method and metric
+POSSIBLE = 100.0  # a difference of two accuracies lies in [-100, 100] points; a t-interval may reach past it
 NO_CLAIM = "needs runs of the reference and of another method on the same dataset and seeds"
 
 
@@ -54,7 +55,8 @@ def plot_claim(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.Da
     """Forest plot of ``claim_table``: a panel per dataset, a block of rows per metric (all, easy,
     medium, hard, worst class), in it a point per method (its display name and fixed colour) at its
     mean paired Δ to the reference with the t-interval as a horizontal bar, the black line at 0.
-    A point whose interval lies right of 0 is a gain the seeds support."""
+    A point whose interval lies right of 0 is a gain the seeds support. An interval reaching past
+    ±``POSSIBLE`` (few seeds that disagree wildly) is drawn up to it and marked there with ``<``/``>``."""
     table = claim_table(per_class, runs, groups, reference, methods)
     if table.empty:
         return placeholder(stem, NO_CLAIM)
@@ -73,9 +75,15 @@ def plot_claim(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.Da
         for i, method in enumerate(present):
             rows = part[part["method"] == method].set_index("metric").reindex(metrics)
             y = np.arange(len(metrics)) + step * (i - (len(present) - 1) / 2)
-            err = np.nan_to_num(np.vstack([rows["diff"] - rows["diff_lo"], rows["diff_hi"] - rows["diff"]]))
+            lo, hi = rows["diff_lo"].clip(lower=-POSSIBLE), rows["diff_hi"].clip(upper=POSSIBLE)
+            err = np.nan_to_num(np.vstack([rows["diff"] - lo, hi - rows["diff"]]))
             ax.errorbar(rows["diff"], y, xerr=err, fmt="o", markersize=4, capsize=2, elinewidth=1.2,
                         color=method_colour(method), label=display_name(method))
+            for side, beyond, marker in ((-POSSIBLE, rows["diff_lo"] < -POSSIBLE, "<"),
+                                         (POSSIBLE, rows["diff_hi"] > POSSIBLE, ">")):
+                if beyond.any():  # the interval reaches past what a difference of accuracies can be
+                    ax.plot(np.full(beyond.sum(), side), y[beyond.to_numpy()], marker, markersize=5,
+                            color=method_colour(method), linestyle="none")
         ax.axvline(0.0, color="black", linewidth=0.8)
         for b in range(1, len(metrics)):
             ax.axhline(b - 0.5, color="0.85", linewidth=0.6)
