@@ -65,6 +65,68 @@ def test_running_identity_holds_for_the_streaming_estimator(gen):
     assert torch.allclose(st_.mean_sq_norm() + st_.spread(), second, rtol=1e-10)
 
 
+def merged_by_hand(batches, k, p, momentum):
+    """The module docstring's merge, class by class from the definitions: per batch and class present,
+    r = max(n/(c + n), 1 − β^n), μ ← μ + r (m − μ), and for each of L_p and L2
+    ŝ² ← (1 − r) ŝ² + r v + r (1 − r) ‖m − μ_before‖²."""
+    d = batches[0][0].shape[1]
+    count, mean = [0] * k, torch.zeros(k, d, dtype=torch.float64)
+    spread = {p: torch.zeros(k, dtype=torch.float64), 2.0: torch.zeros(k, dtype=torch.float64)}
+    for x, y in batches:
+        for c in range(k):
+            xc = x[y == c]
+            if not len(xc):
+                continue
+            n, m = len(xc), xc.mean(0)
+            r = max(n / (count[c] + n), 1 - momentum**n)
+            shift = m - mean[c]
+            for q in {p, 2.0}:
+                v = torch.stack([torch.linalg.vector_norm(row - m, ord=q) ** 2 for row in xc]).mean()
+                spread[q][c] = (1 - r) * spread[q][c] + r * v + r * (1 - r) * torch.linalg.vector_norm(shift, ord=q) ** 2
+            mean[c] = mean[c] + r * shift
+            count[c] += n
+    return mean, spread[p], spread[2.0], torch.tensor(count, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("p", [2.0, 3.0])
+@pytest.mark.parametrize("host_free", [True, False])
+def test_running_state_is_the_documented_merge_for_lp_and_l2(p, host_free, gen, monkeypatch):
+    """μ̂_k, ‖ŝ_k‖_p² (``spread``), the L2 spread behind s̄ and the counts after a stream equal the merge
+    written out class by class (mixture of running state and batch moments, with its cross term)."""
+    monkeypatch.setattr(hostsync, "host_reads_are_free", lambda device: host_free)
+    k = 5
+    batches = [(torch.randn(9, 4, generator=gen, dtype=torch.float64) * 2 + 1, torch.randint(0, k, (9,), generator=gen))
+               for _ in range(12)]
+    stats = ClassStats(k, 4, p=p, momentum=0.8).double()
+    for x, y in batches:
+        stats.update(x, y)
+    mean, spread_p, spread_l2, count = merged_by_hand(batches, k, p, 0.8)
+    assert torch.allclose(stats.mean, mean, rtol=1e-10, atol=1e-12)
+    assert torch.allclose(stats.spread(), spread_p, rtol=1e-10, atol=1e-12)
+    assert torch.allclose(stats.sq_dev_l2, spread_l2, rtol=1e-10, atol=1e-12)
+    assert torch.equal(stats.count, count)
+    assert torch.isclose(stats.s_bar(), spread_l2[count > 0].mean(), rtol=1e-10)
+    assert torch.allclose(stats.variability(), torch.linalg.vector_norm(mean, ord=p, dim=1) ** 2 + spread_p, rtol=1e-10)
+
+
+def test_one_seen_class_sets_s_bar_and_the_unseen_classes_variability(gen):
+    """With a single class seen, s̄ is that class's L2 spread and every unseen class takes its a."""
+    stats = ClassStats(4, 3).double()
+    stats.update(torch.randn(5, 3, generator=gen, dtype=torch.float64) * 3, torch.zeros(5, dtype=torch.long))
+    assert stats.sq_dev_l2[0] > 0 and torch.equal(stats.s_bar(), stats.sq_dev_l2[0])
+    assert torch.equal(stats.variability(), stats.variability()[0].expand(4))
+
+
+def test_momentum_zero_keeps_only_the_last_batch_of_a_class(gen):
+    """β = 0 (allowed): r_k = 1 whenever class k is present, so the state is its last batch's moments."""
+    stats = ClassStats(2, 3, momentum=0.0).double()
+    for _ in range(3):
+        x, y = torch.randn(6, 3, generator=gen, dtype=torch.float64), torch.tensor([0, 0, 0, 1, 1, 1])
+        stats.update(x, y)
+    n, m, v, _ = class_moments(x, y, 2)
+    assert torch.allclose(stats.mean, m, rtol=1e-12) and torch.allclose(stats.spread(), v, rtol=1e-12)
+
+
 def test_estimator_converges_with_one_sample_per_class_per_batch(gen):
     """A stream from a known Gaussian mixture, ~1 sample per class per batch (CIFAR-100 at 128)."""
     k, d = 100, 8
@@ -170,10 +232,22 @@ def test_lp_statistics_distinguish_normalised_classes(gen):
     assert (a5.max() - a5.min()) / a5.mean() > 0.05
 
 
-@pytest.mark.parametrize("bad", [dict(p=0.5), dict(momentum=1.0), dict(momentum=-0.1)])
+@pytest.mark.parametrize("bad", [dict(p=0.5), dict(momentum=1.0), dict(momentum=-0.1), dict(num_classes=0),
+                                 dict(feature_dim=0)])
 def test_invalid_options_are_named(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
-        ClassStats(3, 2, **bad)
+        ClassStats(**{"num_classes": 3, "feature_dim": 2, **bad})
+
+
+@pytest.mark.parametrize("edge", [dict(num_classes=1), dict(feature_dim=1), dict(p=1.0), dict(p=1.5),
+                                  dict(momentum=0.0)])
+def test_the_edges_of_the_valid_options_are_accepted(edge, gen):
+    """One class, a 1-D feature, the L1 norm, a p between norms, no momentum: all valid, and usable."""
+    options = {"num_classes": 3, "feature_dim": 2, **edge}
+    stats = ClassStats(**options)
+    y = torch.arange(8) % options["num_classes"]
+    stats.update(torch.randn(8, options["feature_dim"], generator=gen), y)
+    assert torch.isfinite(stats.variability()).all() and stats.count.sum() == 8
 
 
 def stream_states(k, batches, **options):
