@@ -137,10 +137,49 @@ def test_erm_is_cross_entropy(gen):
     assert torch.equal(out.total, F.cross_entropy(logits, y))
 
 
-def test_class_summary_has_per_class_entries():
+def test_class_summary_has_per_class_entries(gen):
+    """The names the engine logs and the results read, each the statistic it names."""
     loss = build_loss("mr2", 5, 3)
-    summary = loss.class_summary()
-    assert {"a", "gamma", "s_bar"} <= set(summary) and all(v.shape == (5,) for v in summary.values())
+    loss(torch.randn(20, 5, generator=gen), torch.randn(20, 3, generator=gen) * 2, torch.arange(20) % 5)
+    summary, st_ = loss.class_summary(), loss.stats
+    assert set(summary) == {"a", "gamma", "mean_sq_norm", "spread", "s_bar"}
+    assert all(v.shape == (5,) for v in summary.values())
+    expected = {"a": st_.mean_sq_norm() + st_.spread(), "gamma": loss.margins(),
+                "mean_sq_norm": (st_.mean**2).sum(1), "spread": st_.sq_dev, "s_bar": st_.sq_dev_l2.mean().expand(5)}
+    for name, value in expected.items():
+        assert torch.allclose(summary[name], value, rtol=1e-6), name
+
+
+def test_mr2_loss_defaults_are_the_papers():
+    """Constructed with no options, MR2Loss is the paper's: c̄ = 1, λ = 0.1, p = 2, β = 0.99,
+    adaptive margins from a_k."""
+    loss = MR2Loss(10, 4)
+    assert (loss.c_bar, loss.lam, loss.stats.p, loss.stats.momentum) == (1.0, 0.1, 2.0, 0.99)
+    assert (loss.margin, loss.statistic) == ("adaptive", "a")
+
+
+@pytest.mark.parametrize("options, message", [({"margin": "fixed"}, "margin must be one of .*'fixed'"),
+                                              ({"statistic": "var"}, "statistic must be one of .*'var'")])
+def test_mr2_loss_names_a_bad_margin_or_statistic(options, message):
+    with pytest.raises(ValueError, match=message):
+        MR2Loss(4, 3, **options)
+
+
+def test_mr2_loss_hands_its_reduce_to_the_statistics(gen):
+    """Data-parallel training: the all-reduce reaches the class statistics. Two ranks holding the same
+    batch (a reduce that doubles the sums) count every sample twice and keep the same moments."""
+    x, y = torch.randn(12, 3, generator=gen, dtype=torch.float64), torch.arange(12) % 4
+    logits = torch.randn(12, 4, generator=gen, dtype=torch.float64)
+    two_ranks, one = MR2Loss(4, 3, reduce=lambda t: 2 * t).double(), MR2Loss(4, 3).double()
+    two_ranks(logits, x, y), one(logits, x, y)
+    assert torch.equal(two_ranks.stats.count, 2 * one.stats.count)
+    assert torch.allclose(two_ranks.stats.mean, one.stats.mean) and torch.allclose(two_ranks.stats.sq_dev, one.stats.sq_dev)
+
+
+def test_uniform_margins_follow_the_loss_dtype():
+    """γ of the uniform ablation has the module's dtype (float64 here), like the adaptive ones."""
+    loss = MR2Loss(4, 3, margin="uniform", c_bar=1.5).double()
+    assert loss.margins().dtype == torch.float64 and torch.equal(loss.margins(), torch.full((4,), 1.5, dtype=torch.float64))
 
 
 @pytest.mark.parametrize(

@@ -51,6 +51,10 @@ def test_equal_variability_gives_uniform_margins():
     assert torch.allclose(gamma, torch.full((7,), 0.8))
 
 
+def test_uniform_margins_without_a_template_are_c_bar():
+    assert torch.equal(uniform_margins(3, 0.5), torch.tensor([0.5, 0.5, 0.5]))
+
+
 def test_all_zero_variability_falls_back_to_uniform():
     gamma = optimal_margins(torch.zeros(5), 2.0)
     assert torch.equal(gamma, torch.full((5,), 2.0))

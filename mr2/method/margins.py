@@ -24,8 +24,7 @@ def optimal_margins(a: torch.Tensor, c_bar: float) -> torch.Tensor:
     g = a.clamp_min(0).pow(1.0 / 3.0)
     total = g.sum()
     k = a.numel()
-    safe_total = torch.where(total > 0, total, torch.ones_like(total))
-    gamma = c_bar * k * g / safe_total
+    gamma = c_bar * k * g / total  # 0/0 = nan when every a_k is 0: replaced just below
     return torch.where(total > 0, gamma, torch.full_like(gamma, c_bar))
 
 
