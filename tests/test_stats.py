@@ -66,25 +66,24 @@ def test_running_identity_holds_for_the_streaming_estimator(gen):
 
 
 def merged_by_hand(batches, k, p, momentum):
-    """The module docstring's merge, class by class from the definitions: per batch and class present,
+    """The module docstring's merge, class by class from each batch's ``slow_moments``: per class present,
     r = max(n/(c + n), 1 − β^n), μ ← μ + r (m − μ), and for each of L_p and L2
     ŝ² ← (1 − r) ŝ² + r v + r (1 − r) ‖m − μ_before‖²."""
     d = batches[0][0].shape[1]
     count, mean = [0] * k, torch.zeros(k, d, dtype=torch.float64)
     spread = {p: torch.zeros(k, dtype=torch.float64), 2.0: torch.zeros(k, dtype=torch.float64)}
     for x, y in batches:
+        n, m, v = slow_moments(x, y, k, p)
+        v = {p: v, 2.0: slow_moments(x, y, k, 2.0)[2]}
         for c in range(k):
-            xc = x[y == c]
-            if not len(xc):
+            if not n[c]:
                 continue
-            n, m = len(xc), xc.mean(0)
-            r = max(n / (count[c] + n), 1 - momentum**n)
-            shift = m - mean[c]
+            r = max(n[c].item() / (count[c] + n[c].item()), 1 - momentum ** n[c].item())
+            shift = m[c] - mean[c]
             for q in {p, 2.0}:
-                v = torch.stack([torch.linalg.vector_norm(row - m, ord=q) ** 2 for row in xc]).mean()
-                spread[q][c] = (1 - r) * spread[q][c] + r * v + r * (1 - r) * torch.linalg.vector_norm(shift, ord=q) ** 2
+                spread[q][c] = (1 - r) * spread[q][c] + r * v[q][c] + r * (1 - r) * torch.linalg.vector_norm(shift, ord=q) ** 2
             mean[c] = mean[c] + r * shift
-            count[c] += n
+            count[c] += int(n[c])
     return mean, spread[p], spread[2.0], torch.tensor(count, dtype=torch.float64)
 
 
