@@ -7,7 +7,9 @@
 # Each target mutates only its own files and runs only the test files that exercise them (mutmut
 # then runs, per mutant, only the tests that reach the mutated function); for the method, the unit
 # tests of the losses, margins and statistics without the training runs on digits (those train
-# through the engine and would make each mutant cost minutes). The run happens in a
+# through the engine and would make each mutant cost minutes); MR2_MUTATION=1 skips the tests that
+# need the end-to-end smoke run (its steps are subprocesses, which never see the mutant under test,
+# and it takes minutes). The run happens in a
 # copy of the working tree under $MUTATION_DIR (default: a temporary folder), never in the
 # repository. Environment: PYTHON (default: the project venv's python, else python3),
 # MUTATION_JOBS (parallel children, default 2), MUTATION_BUDGET (seconds per target, default
@@ -44,7 +46,7 @@ only_for() {
 tests_for() {
     case "$1" in
         method|mr2/method/*) echo '"tests/test_losses.py", "tests/test_baselines.py", "tests/test_margins.py", "tests/test_stats.py", "-k", "not digits"';;
-        results|mr2/results/*) echo '"tests/test_results.py", "tests/test_regimes.py", "tests/test_analysis.py", "tests/test_figures.py"';;
+        results|mr2/results/*) echo '"tests/test_results.py", "tests/test_verdicts.py", "tests/test_longtail_results.py", "tests/test_regimes.py", "tests/test_analysis.py", "tests/test_figures.py", "tests/test_readme.py"';;
         theory|theory/*) echo '"tests/test_theory_corollary.py", "tests/test_theory_bound.py", "tests/test_theory_pipeline.py"';;
     esac
 }
@@ -68,7 +70,7 @@ pytest_add_cli_args_test_selection = [$(tests_for "$target")]
 use_git_change_detection = false
 EOF
     echo "== $target: mutating $only in $work (budget ${BUDGET}s, $JOBS children)"
-    (cd "$work" && OMP_NUM_THREADS=1 MPLBACKEND=Agg timeout --signal=INT --kill-after=60 "$BUDGET" "$MUTMUT" run --max-children "$JOBS" >"$OUT/$name.log" 2>&1) || \
+    (cd "$work" && MR2_MUTATION=1 OMP_NUM_THREADS=1 MPLBACKEND=Agg timeout --signal=INT --kill-after=60 "$BUDGET" "$MUTMUT" run --max-children "$JOBS" >"$OUT/$name.log" 2>&1) || \
         echo "   (stopped at the budget or failed: see $OUT/$name.log)"
     (cd "$work" && "$MUTMUT" results --all true >"$OUT/$name.results" 2>&1) || true
     "$PYTHON" - "$OUT/$name.results" "$target" >"$OUT/$name.score" <<'EOF'

@@ -7,6 +7,22 @@ import torch
 torch.set_num_threads(1)
 
 
+#: set by scripts/mutation.sh: each mutant's tests run in a process forked after a clean run
+MUTATION = bool(os.environ.get("MR2_MUTATION"))
+
+
+@pytest.fixture(autouse=MUTATION)
+def fresh_caches():
+    """Under mutation testing, empty the library's memoised functions before each test: a result the
+    clean run cached (a Lagrangian solved, a noncentrality found) would otherwise hide a mutant in the
+    code that computed it. Outside mutation testing the caches are shared, as in use."""
+    from mr2.results.statistics import _noncentrality
+    from theory.corollary import solve_lagrangian
+
+    solve_lagrangian.cache_clear()
+    _noncentrality.cache_clear()
+
+
 @pytest.fixture
 def gen():
     """A seeded CPU generator for test data."""
@@ -76,7 +92,11 @@ def run_folders(workdir, *args):
 
 @pytest.fixture(scope="session")
 def smoke_workdir(tmp_path_factory):
-    """A working directory (not the repository) in which the smoke config has run end to end (once per session)."""
+    """A working directory (not the repository) in which the smoke config has run end to end (once per session).
+    Skipped under mutation testing (``MR2_MUTATION`` set by scripts/mutation.sh): the run's steps are
+    subprocesses, which do not see the mutant under test, and the run takes minutes per mutant."""
+    if MUTATION:
+        pytest.skip("end-to-end smoke run: not under mutation testing")
     workdir = workdir_with_configs(tmp_path_factory.mktemp("smoke"))
     run_snakemake(workdir, "--configfile", "config/smoke.yaml")
     return workdir
