@@ -58,6 +58,21 @@ def test_seeds_needed_is_the_first_n_whose_mde_reaches_the_target():
     assert S.seeds_needed(5.0, 1.0) == pytest.approx((2.8016 * 5.0) ** 2, rel=0.02)
 
 
+def test_seeds_needed_at_its_edges():
+    """A target the MDE meets exactly counts (≤); two seeds when they already suffice; more power needs
+    more seeds; ``most`` is the last n tried, and the error names it."""
+    assert S.seeds_needed(1.0, S.minimum_detectable_effect(1.0, 5)) == 5
+    assert S.seeds_needed(0.01, 1.0) == 2
+    sd, target = 2.0, 1.5
+    n = S.seeds_needed(sd, target)
+    strict = S.seeds_needed(sd, target, power=0.95)
+    assert strict > n and S.minimum_detectable_effect(sd, strict, power=0.95) <= target
+    assert S.minimum_detectable_effect(sd, strict - 1, power=0.95) > target
+    assert S.seeds_needed(sd, target, most=n) == n
+    with pytest.raises(ValueError, match=rf"^more than {n - 1} seeds needed to detect 1.5 at paired sd 2.0$"):
+        S.seeds_needed(sd, target, most=n - 1)
+
+
 def test_paired_difference_carries_the_paired_sd_and_its_mde():
     out = S.paired_difference(np.array([3.0, 5.0, 7.0]), np.array([2.0, 3.0, 4.0]))  # d = 1, 2, 3: sd 1
     assert out["diff_sd"] == pytest.approx(1.0) and out["mde"] == pytest.approx(S.minimum_detectable_effect(1.0, 3))
@@ -273,6 +288,8 @@ def test_a_far_point_gets_the_crowd_near_zero_a_zoomed_panel(tmp_path, monkeypat
     import matplotlib
 
     matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
     from mr2.results import tradeoff as TR
     from mr2.results.plotting import display_name, overlapping_texts
 
@@ -286,13 +303,16 @@ def test_a_far_point_gets_the_crowd_near_zero_a_zoomed_panel(tmp_path, monkeypat
     figures = []
     monkeypatch.setattr(TR, "save_figure", lambda fig, stem: figures.append(fig) or [])
     TR.plot_tradeoff(pc, None, groups, tmp_path / "tradeoff")
-    whole, zoom = figures[0].axes
-    assert "zoom on the 3 methods near 0" in zoom.get_title() and "zoom" not in whole.get_title()
-    names = [t for t in zoom.texts if t.get_text()]
-    assert sorted(t.get_text() for t in names) == sorted(display_name(m) for m in ("mr2", "ldam", "focal"))
-    assert not overlapping_texts(names)
-    assert zoom.get_ylim()[0] > points.set_index("method").loc["lff", "hard_diff"]  # LfF is outside the zoom
-    assert [t.get_text() for t in zoom.get_legend().get_texts()] == [display_name(m) for m in effects]
+    try:
+        whole, zoom = figures[0].axes
+        assert "zoom on the 3 methods near 0" in zoom.get_title() and "zoom" not in whole.get_title()
+        names = [t for t in zoom.texts if t.get_text()]
+        assert sorted(t.get_text() for t in names) == sorted(display_name(m) for m in ("mr2", "ldam", "focal"))
+        assert not overlapping_texts(names)
+        assert zoom.get_ylim()[0] > points.set_index("method").loc["lff", "hard_diff"]  # LfF is outside the zoom
+        assert [t.get_text() for t in zoom.get_legend().get_texts()] == [display_name(m) for m in effects]
+    finally:
+        plt.close(figures[0])  # save_figure, replaced here, is what closes it
     # without a far point, one panel per dataset
     assert TR.near_zero(points[points["method"] != "lff"]) is None
 
