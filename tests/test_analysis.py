@@ -52,6 +52,7 @@ def test_grouped_spearman_matches_scipy_per_group():
 def test_spearman_is_undefined_for_constant_or_tiny_inputs():
     assert math.isnan(statistics.spearman([1, 2, 3, 4], [1.0, 1.0, 1.0, 1.0]))  # ERM's γ ≡ 1
     assert math.isnan(statistics.spearman([1, 2], [2, 1]))
+    assert math.isnan(statistics.spearman([], []))  # no pairs at all
     assert math.isnan(statistics.spearman([1, np.nan, 3, np.inf], [1, 2, 3, 4]))  # two finite pairs left
     frame = pd.DataFrame({"g": [0, 0, 0, 1, 1, 1], "x": [1, 2, 3, 1, 2, 3], "y": [np.nan] * 3 + [3, 2, 1]})
     out = statistics.grouped_spearman(frame, ["g"], "x", "y")

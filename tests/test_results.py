@@ -361,6 +361,9 @@ def test_the_words_a_finding_earns():
     assert S.correlation_verdict(-0.3, 0.5) == "not shown"
     assert S.correlation_verdict(-1.0, 1.0) == "uninformative" and S.correlation_verdict(-0.97, 0.99) == "uninformative"
     assert S.correlation_verdict(math.nan, math.nan) == "undetermined"
+    # an interval that reaches 0 contains it; one exactly UNINFORMATIVE_WIDTH wide is uninformative
+    assert S.correlation_verdict(0.0, 0.5) == "not shown" and S.correlation_verdict(-0.5, 0.0) == "not shown"
+    assert S.correlation_verdict(-0.95, 0.95) == "uninformative" and S.correlation_verdict(-0.9, 0.95) == "not shown"
     # 1 of 100 classes at the 95 % level is fewer than the 5 that chance gives: flagged; 40 of 100 are not
     assert "one of many comparisons" in S.one_of_many(1, 100) and "1 interval of 100" in S.one_of_many(1, 100)
     assert S.one_of_many(5, 100) is not None and S.one_of_many(6, 100) is None
