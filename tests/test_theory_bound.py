@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from mr2.method.losses.margin_ce import logit_margin_cross_entropy
 from mr2.method.stats import class_moments, lp_sq_norm
 from theory.bound import (
+    bound_from_summary,
     class_second_moment,
     class_variability,
     augmented_variability,
@@ -259,9 +260,9 @@ def test_zero_test_error_gives_infinite_tightness():
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"gamma": [1.0, 0.0]}, "positive margins"),
-        ({"gamma": [1.0, 1.0, 1.0]}, "positive margins"),
-        ({"a": [1.0, -1.0]}, "non-negative"),
+        ({"gamma": [1.0, 0.0]}, r"evaluate_bound: gamma must be 2 positive margins, got \[1.0, 0.0\]"),
+        ({"gamma": [1.0, 1.0, 1.0]}, "evaluate_bound: gamma must be 2 positive margins"),
+        ({"a": [1.0, -1.0]}, r"evaluate_bound: a must be non-negative, got \[1.0, -1.0\]"),
         ({"weight": torch.eye(3)}, "weight must be"),
         ({"logits": torch.zeros(2, 3)}, "do not match"),
         ({"norm": "spectral"}, "'spectral'"),
@@ -269,18 +270,36 @@ def test_zero_test_error_gives_infinite_tightness():
     ],
 )
 def test_evaluate_bound_errors(kwargs, match):
-    args = {
-        "logits": torch.zeros(2, 2),
-        "targets": torch.tensor([0, 1]),
-        "a": [1.0, 1.0],
-        "gamma": [1.0, 1.0],
-        "weight": torch.eye(2),
-        "test_logits": torch.zeros(2, 2),
-        "test_targets": torch.tensor([0, 1]),
-    }
-    args.update(kwargs)
+    args = {**TWO_CLASSES, **kwargs}
     with pytest.raises(ValueError, match=match):
         evaluate_bound(**args)
+
+
+TWO_CLASSES = {"logits": torch.tensor([[1.0, 0.0], [0.5, 2.0], [0.0, 0.3]]), "targets": torch.tensor([0, 1, 0]),
+               "a": [1.0, 1.0], "gamma": [1.0, 1.0], "weight": torch.eye(2),
+               "test_logits": torch.zeros(2, 2), "test_targets": torch.tensor([0, 1])}
+
+
+@pytest.mark.parametrize("name", ["logits", "targets", "a", "gamma", "weight", "bias"])
+def test_an_input_that_is_not_numbers_is_named(name):
+    """A ragged list cannot become a tensor: the error says which input it was."""
+    args = {**TWO_CLASSES, "bias": torch.zeros(2), name: [[1.0, 2.0], [3.0]]}
+    with pytest.raises(TypeError, match=rf"^{name}: cannot convert to a tensor"):
+        evaluate_bound(**args)
+
+
+def test_evaluate_bound_takes_zero_and_fractional_variability_float_labels_and_its_norm():
+    """a_k = 0 (a class whose features coincide) and 0 < a_k < 1 are valid; labels stored as floats are
+    class indices; the report names the norm Λ was taken with."""
+    plain = evaluate_bound(**TWO_CLASSES)
+    zero = evaluate_bound(**{**TWO_CLASSES, "a": [0.0, 0.5]})
+    assert zero.margin_sum == pytest.approx(0.5) and plain.margin_sum == pytest.approx(2.0)
+    as_floats = evaluate_bound(**{**TWO_CLASSES, "targets": np.array([0.0, 1.0, 0.0])})
+    assert as_floats == plain
+    weight = torch.tensor([[3.0, 4.0], [1.0, 0.0]])
+    frob = evaluate_bound(**{**TWO_CLASSES, "weight": weight}, norm="frobenius")
+    assert frob.norm == "frobenius" and frob.head_norm == pytest.approx(math.sqrt(26.0))
+    assert plain.norm == "max_row"
 
 
 def test_confidence_term_formula():
@@ -302,3 +321,87 @@ def test_bad_variability_is_named_in_the_error():
         complexity_advantage([[1.0, 2.0], [3.0]])
     with pytest.raises(TypeError, match=r"^a: cannot convert"):
         augmented_variability([[1.0, 2.0], [3.0]])
+
+
+# ---------------------------------------------------------------- every entry point's inputs and defaults
+RAGGED = [[1.0, 2.0], [3.0]]  # cannot become a tensor
+FEATS, LABELS = torch.tensor([[1.0, 2.0], [3.0, 1.0], [0.0, 1.0]]), torch.tensor([0, 1, 1])
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: error_indicator(RAGGED, LABELS), "logits"),
+    (lambda: error_indicator(torch.zeros(3, 2), RAGGED), "targets"),
+    (lambda: empirical_margin_term(RAGGED, LABELS, [1.0, 1.0]), "logits"),
+    (lambda: empirical_margin_term(torch.zeros(3, 2), RAGGED, [1.0, 1.0]), "targets"),
+    (lambda: empirical_margin_term(torch.zeros(3, 2), LABELS, RAGGED), "gamma"),
+    (lambda: class_variability(RAGGED, LABELS, 2), "features"),
+    (lambda: class_variability(FEATS, RAGGED, 2), "targets"),
+    (lambda: class_second_moment(RAGGED, LABELS, 2), "features"),
+    (lambda: class_second_moment(FEATS, RAGGED, 2), "targets"),
+    (lambda: weight_norm(RAGGED), "weight"),
+    (lambda: complexity_term(RAGGED, [1.0, 1.0], 1.0, 10), "a"),
+    (lambda: complexity_term([1.0, 1.0], RAGGED, 1.0, 10), "gamma"),
+    (lambda: trained_margins("mr2", RAGGED), "a"),
+    (lambda: bound_from_summary(0.5, RAGGED, [1.0, 1.0], 1.0, 10, 0.1), "a"),
+    (lambda: bound_from_summary(0.5, [1.0, 1.0], RAGGED, 1.0, 10, 0.1), "gamma"),
+])
+def test_each_entry_point_names_an_input_that_is_not_numbers(call, name):
+    with pytest.raises(TypeError, match=rf"^{name}: cannot convert to a tensor"):
+        call()
+
+
+def test_labels_stored_as_floats_are_class_indices_everywhere():
+    logits, gamma = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 3.0]]), [1.0, 2.0]
+    floats = LABELS.double()
+    assert torch.equal(error_indicator(logits, floats), error_indicator(logits, LABELS))
+    assert empirical_margin_term(logits, floats, gamma) == empirical_margin_term(logits, LABELS, gamma)
+    assert torch.equal(class_variability(FEATS, floats, 2), class_variability(FEATS, LABELS, 2))
+    assert torch.equal(class_second_moment(FEATS, floats, 2), class_second_moment(FEATS, LABELS, 2))
+
+
+def test_a_parameter_that_requires_grad_is_read_as_it_is():
+    w = torch.nn.Parameter(torch.tensor([[3.0, 4.0], [1.0, 0.0]]))
+    assert weight_norm(w) == 5.0 and w.requires_grad  # default Λ: the largest row norm
+
+
+def test_class_variability_uses_its_norm_and_the_second_moment_names_its_shape():
+    # L3: a_k = ‖μ̂_k‖₃² + (1/n_k) Σ ‖φ − μ̂_k‖₃², written out for class 1 = {(3, 1), (0, 1)}
+    mean = np.array([1.5, 1.0])
+    l3_sq = lambda v: float((np.abs(v) ** 3).sum() ** (2 / 3))
+    want = l3_sq(mean) + (l3_sq(np.array([1.5, 0.0])) + l3_sq(np.array([-1.5, 0.0]))) / 2
+    assert float(class_variability(FEATS, LABELS, 2, p=3.0)[1]) == pytest.approx(want, rel=1e-12)
+    assert float(class_variability(FEATS, LABELS, 3)[2]) == 0.0  # an empty class
+    with pytest.raises(ValueError, match=r"^weight_norm: weight must be \(K, D\), got shape \(3,\)$"):
+        weight_norm(torch.ones(3))
+
+
+def test_confidence_term_needs_delta_strictly_inside_0_1():
+    for delta in (0.0, 1.0):
+        with pytest.raises(ValueError, match=rf"delta must be in \(0, 1\), got {delta}"):
+            confidence_term(100, delta=delta)
+
+
+def test_trained_margins_default_to_unit_mean():
+    a = [1.0, 8.0]
+    assert trained_margins("uniform", a).tolist() == [1.0, 1.0]
+    assert float(trained_margins("mr2", a).mean()) == pytest.approx(1.0)
+
+
+def test_bound_from_summary_defaults_checks_and_equality():
+    a, gamma = [0.0, 0.5, 2.0], [1.0, 1.0, 1.0]
+    rep = bound_from_summary(0.7, a, gamma, 2.0, 100, 0.2)
+    # no bias (a as given), Λ a largest row norm, c = 1, δ = 0.05
+    assert rep.margin_sum == pytest.approx(2.5) and (rep.norm, rep.c, rep.delta) == ("max_row", 1.0, 0.05)
+    assert rep.confidence_term == pytest.approx(math.sqrt(math.log(20) / 100))
+    assert bound_from_summary(0.7, a, gamma, 2.0, 100, 0.2, bias=True).margin_sum == pytest.approx(5.5)
+    assert bound_from_summary(0.7, a, gamma, 2.0, 100, 0.2, norm="frobenius").norm == "frobenius"
+    exact = bound_from_summary(0.7, a, gamma, 2.0, 100, rep.bound)  # a test error equal to the bound: it holds
+    assert exact.holds and exact.tightness == 1.0
+    for bad, match in (({"gamma": [1.0, 0.0, 1.0]}, r"^bound: gamma must be 3 positive margins, got \[1.0, 0.0, 1.0\]$"),
+                       ({"gamma": [1.0, 1.0]}, r"^bound: gamma must be 3 positive margins"),
+                       ({"a": [0.0, -0.5, 2.0]}, r"^bound: a must be finite and non-negative, got \[0.0, -0.5, 2.0\]$"),
+                       ({"a": [0.0, math.inf, 2.0]}, r"^bound: a must be finite and non-negative"),
+                       ({"norm": "spectral"}, r"^bound: unknown norm 'spectral'; choose one of")):
+        args = {"a": a, "gamma": gamma, **bad}
+        with pytest.raises(ValueError, match=match):
+            bound_from_summary(0.7, args.pop("a"), args.pop("gamma"), 2.0, 100, 0.2, **args)

@@ -1,5 +1,6 @@
 """Corollary 1 (docs/method.md): sympy derivation, optimality checks that can fail, numeric cross-check."""
 
+import math
 from functools import partial
 
 import numpy as np
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mr2.method.margins import margin_objective, optimal_margins
+from theory import corollary as C
 from theory.corollary import (
     cube_root_margins,
     generic_minimum_value,
@@ -90,6 +92,32 @@ def test_wrong_exponents_are_rejected(k, name):
     assert report.multiplier is None
 
 
+def test_concrete_witness_gap_is_the_gradient_spread_at_the_first_primes():
+    """At a_k = 2, 3, 5 and c̄ = 1, γ_k = 3·a_k^{1/2}/Σ a^{1/2}: the gap is (max − min)/max|·| of
+    ∂f/∂γ_k = −2 a_k/γ_k³."""
+    report = is_optimal(partial(power_margins, exponent=sp.Rational(1, 2)), 3)
+    p = np.array([2.0, 3.0, 5.0])
+    gamma = 3 * np.sqrt(p) / np.sqrt(p).sum()
+    grad = -2 * p / gamma**3
+    assert report.witness_gap == pytest.approx((grad.max() - grad.min()) / np.abs(grad).max(), rel=1e-12)
+    assert report.num_classes == 3
+
+
+def test_relative_gap_of_numbers_and_of_values_that_are_not_finite_reals():
+    assert C._relative_gap([2, 4]) == 0.5 and C._relative_gap([-4, -2]) == 0.5 and C._relative_gap([0, 0]) == 0.0
+    assert C._relative_gap([1, sp.oo]) == math.inf and C._relative_gap([1, sp.I]) == math.inf
+    assert C._relative_gap([1, sp.zoo]) == math.inf
+
+
+def test_symbols_for_a_concrete_number_of_classes():
+    a, gamma, c_bar, nu = C.symbols(1)
+    assert len(a) == len(gamma) == 1 and c_bar.is_positive and nu.is_real
+    a, gamma, _, _ = C.symbols(3)
+    assert [str(x) for x in a + gamma] == ["a1", "a2", "a3", "gamma1", "gamma2", "gamma3"]
+    with pytest.raises(ValueError, match=r"^symbols: num_classes must be >= 1, got 0$"):
+        C.symbols(0)
+
+
 def test_off_budget_candidate_is_rejected():
     report = is_optimal(lambda a, c: [2 * g for g in cube_root_margins(a, c)], 3)
     assert report.stationary and report.positive and not report.on_budget and not report
@@ -116,7 +144,36 @@ def test_generic_cube_root_is_optimal_for_every_k():
     assert report and report.positive and report.on_budget and report.stationary
     assert report.witness_gap < 1e-12
     assert sp.simplify(report.minimum - generic_minimum_value()) == 0
-    assert report.multiplier.is_positive
+    # ν = −∂f/∂γ_k = 2 a_k/γ_k³ = 2 (Σ_i a_i^{1/3})³ / (K c̄)³ at the optimum, the same for every class
+    a, _, _, K, c = generic_symbols()
+    i = sp.Symbol("i", positive=True, integer=True)
+    nu = 2 * sp.Sum(a[i] ** sp.Rational(1, 3), (i, 1, K)) ** 3 / (K * c) ** 3
+    assert sp.simplify(report.multiplier - nu) == 0 and report.multiplier.is_positive
+
+
+def test_generic_minimum_is_written_with_the_papers_symbols():
+    assert str(generic_minimum_value()) == "Sum(a[i]**(1/3), (i, 1, K))**3/(K**2*c_bar**2)"
+
+
+def test_generic_witness_gap_is_the_spread_of_the_gradient_at_four_prime_classes():
+    """At K = 4, c̄ = 1, a_k = 2, 3, 5, 7: γ_k = 4·a_k^e/Σ a^e and ∂f/∂γ_k = −2 a_k/γ_k³; the gap is
+    (max − min)/max|·| of those four numbers."""
+    for e in (sp.Rational(1, 2), sp.Integer(1)):
+        report = is_optimal_generic(partial(power_margin_generic, exponent=e))
+        p = np.array([2.0, 3.0, 5.0, 7.0])
+        gamma = 4 * p ** float(e) / (p ** float(e)).sum()
+        grad = -2 * p / gamma**3
+        assert report.witness_gap == pytest.approx((grad.max() - grad.min()) / np.abs(grad).max(), rel=1e-12)
+
+
+def test_generic_check_rejects_margins_that_depend_on_the_class_index():
+    """γ_k ∝ (k·a_k)^{1/3} is positive and on budget, but ∂f/∂γ_k ∝ 1/k still varies with the class."""
+    def indexed(a, k, num_classes, c_bar):
+        j = sp.Symbol("j", positive=True, integer=True)
+        return c_bar * num_classes * (k * a[k]) ** sp.Rational(1, 3) / sp.Sum((j * a[j]) ** sp.Rational(1, 3),
+                                                                                (j, 1, num_classes))
+    report = is_optimal_generic(indexed)
+    assert report.on_budget and not report.stationary and not report and report.multiplier is None
 
 
 @pytest.mark.parametrize("name", sorted(WRONG_EXPONENTS))

@@ -243,3 +243,368 @@ def test_cli_reproduces_the_table_and_names_missing_tables(smoke_results, tmp_pa
     pd.testing.assert_frame_equal(pd.read_csv(out), pd.read_csv(smoke_results / "theory" / "bound.csv"))
     assert main(["bound", "--tables", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
     assert "runs.csv" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- in process: text, figures, CLI
+# The report's sentences, the figures' data and the command line, checked in this process against
+# values worked out by hand (the smoke run above checks them end to end but in subprocesses).
+
+
+def sweep_runs(gen):
+    """ERM (2 seeds), MR² at its default c̄ = 1 (2 seeds) and MR² at c̄ = 2 (2 seeds, a c̄ sweep), in that
+    order: (runs table, per_class table)."""
+    runs, classes = [], []
+    for method, variant, c_bar, sweep in (("erm", "default", None, None), ("mr2", "default", 1.0, None),
+                                          ("mr2", "c_bar=2.0", 2.0, "c_bar")):
+        for seed in (0, 1):
+            run, cls, _ = fake_run(gen, method=method, seed=seed, c_bar=c_bar)
+            runs.append({**run, "variant": variant, "config.tags.sweep": sweep})
+            classes.append(cls.assign(variant=variant))
+    return pd.DataFrame(runs), pd.concat(classes, ignore_index=True)
+
+
+#: hand-chosen terms of the six runs of ``sweep_runs``, so every number of the text is known
+BOUND = [0.5, 2.0, 1.5, 0.8, 0.3, 4.0]
+TEST_ERROR = [0.25, 0.1, 0.5, 0.2, 0.35, 0.1]
+HOLDS = [True, True, True, True, False, True]
+COMPLEXITY_SHARE = [0.9, 0.7, 0.6, 0.2, 0.8, 0.95]
+RATIO = [0.9, 0.95, 0.99, 1.0, 0.8, 0.85]
+
+
+def chosen_table(gen, share=COMPLEXITY_SHARE):
+    runs, per_class = sweep_runs(gen)
+    table = pipeline.bound_table(runs, per_class)
+    bound = np.array(BOUND)
+    table["bound"], table["test_error"], table["holds"] = bound, TEST_ERROR, HOLDS
+    table["tightness"] = bound / np.array(TEST_ERROR)
+    table["complexity_term"] = np.array(share) * bound
+    table["complexity_ratio"] = RATIO
+    return table, runs, per_class
+
+
+def test_numbers_are_written_with_three_significant_digits_or_an_exponent():
+    assert [pipeline._number(x) for x in (0.012345, 123.456, -0.5, 9876.0, 12345.6, -12345.6)] == [
+        "0.0123", "123", "-0.5", "9.88e+03", "1.23e+04", "-1.23e+04"]
+    assert [pipeline._number(x) for x in (math.inf, -math.inf, math.nan)] == ["inf", "-inf", "nan"]
+
+
+def test_tightness_sentences_state_the_tables_numbers(gen):
+    table, runs, _ = chosen_table(gen)
+    lines = pipeline.tightness_sentences(table, "mr2", runs)
+    # holds on 5 of 6; bound > 1 on 2.0, 1.5, 4.0; tightness 2, 20, 3, 4, 0.857, 40: median 3.5
+    assert lines[0] == ("Proposition 1 holds on 5 of 6 trained models and is vacuous (above 1, more than any error "
+                        "rate) on 3 of 6: the bound is 3.5 times the test error (median over runs; 0.857 to 40).")
+    # complexity shares 0.9 0.7 0.6 0.2 0.8 0.95: median 0.75
+    assert lines[1] == ("The complexity term makes up 75 % of the bound (median over runs): the looseness is the "
+                        "complexity term's.")
+    # c̄ = 1: bound (1.5 + 0.8)/2, test error (0.5 + 0.2)/2; c̄ = 2: (0.3 + 4.0)/2, (0.35 + 0.1)/2
+    assert lines[2] == ("toy: across mr2's c̄ sweep (1, 2) the bound goes from 1.15 at c̄ = 1 to 2.15 at c̄ = 2, the "
+                        "test error from 0.35 to 0.225 (means over seeds).")
+    assert lines[3].startswith("At an equal mean margin, Corollary 1's γ gives a complexity term 0.800 to 1.000 "
+                               "times uniform γ's")
+    assert len(lines) == 4
+    # ERM has one c̄ (1): the sentence says there is no sweep; a method without runs adds no dataset line
+    erm = pipeline.tightness_sentences(table, "erm", runs)
+    assert erm[2].startswith("toy: the results hold no c̄ sweep of erm (one c̄, 1); the c̄ view is the analytical "
+                             "curve of one trained model")
+    assert len(pipeline.tightness_sentences(table, "lff", runs)) == 3
+
+
+@pytest.mark.parametrize("share, ending", [(0.3, "the empirical term dominates."),
+                                           (0.5, "the empirical term dominates."),  # exactly half: not the complexity's
+                                           (0.51, "the looseness is the complexity term's.")])
+def test_the_looser_term_is_named_by_its_median_share(gen, share, ending):
+    table, runs, _ = chosen_table(gen, share=[share] * 6)
+    line = pipeline.tightness_sentences(table, "mr2", runs)[1]
+    assert line == f"The complexity term makes up {100 * share:g} % of the bound (median over runs): {ending}"
+
+
+@pytest.mark.parametrize("norm, norm_text", [("max_row", "Λ = max_k ‖[w_k b_k]‖₂"), ("frobenius", "Λ = ‖[W b]‖_F")])
+def test_markdown_rows_are_the_means_over_seeds(gen, norm, norm_text):
+    runs, per_class = sweep_runs(gen)
+    table = pipeline.bound_table(runs, per_class, norm=norm, c=0.7, delta=0.01)
+    table["holds"] = HOLDS
+    md = pipeline.bound_markdown(table)
+    assert f"{norm_text} of the trained head" in md and "c = 0.7, δ = 0.01;" in md
+    rows = [line for line in md.splitlines() if line.startswith("| toy |")]
+    assert len(rows) == 3
+    for line, (label, idx) in zip(rows, [("erm", [0, 1]), ("mr2", [2, 3]), ("mr2 (c_bar=2.0)", [4, 5])]):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[:2] == ["toy", label]
+        means = [sum(table.loc[i, col] for i in idx) / 2 for col in ("c_bar", "empirical_term", "complexity_term",
+                                                                     "confidence_term", "bound", "test_error",
+                                                                     "tightness")]
+        assert cells[2:9] == [f"{m:.3g}" for m in means]
+        assert cells[9] == f"{sum(HOLDS[i] for i in idx)}/2"
+        assert cells[10] == f"{sum(table.loc[i, 'complexity_ratio'] for i in idx) / 2:.3f}"
+    # the rows keep the table's order of runs, not an alphabetical one
+    reordered = pipeline.bound_markdown(table.iloc[[2, 3, 4, 5, 0, 1]])
+    assert [line.split("|")[2].strip() for line in reordered.splitlines() if line.startswith("| toy |")] == [
+        "mr2", "mr2 (c_bar=2.0)", "erm"]
+    share = 100 * np.median([table.loc[i, "complexity_term"] / table.loc[i, "bound"] for i in range(6)])
+    assert (f"holds on 5 of 6 runs and is vacuous (above 1, so it holds trivially) on "
+            f"{sum(b > 1 for b in table['bound'])} of 6; the complexity term makes up {share:.3g} %") in md
+    assert "gives a complexity term never larger than uniform γ" in md
+
+
+def test_markdown_tolerates_rounding_but_not_a_larger_ratio(gen):
+    table, _, _ = chosen_table(gen)
+    table["complexity_ratio"] = [1.0 + 1e-10] * 6
+    assert "never larger than uniform γ" in pipeline.bound_markdown(table)
+    table.loc[3, "complexity_ratio"] = 1.001
+    md = pipeline.bound_markdown(table)
+    assert "**larger** on some runs than uniform γ" in md and "(ratio 1.000 to 1.001)" in md
+
+
+def test_bound_terms_figure_draws_each_terms_mean_and_clipped_sd(gen):
+    table, _, _ = chosen_table(gen)
+    table = pd.concat([table, table.assign(dataset="toy2", bound=table["bound"] * 2)], ignore_index=True)
+    table.loc[[0, 1], "test_error"] = 0.0  # ERM's mean test error 0: not drawn on a log axis
+    table.loc[4, "confidence_term"] = 100.0  # a spread larger than the mean: the bar stops above 0
+    fig = pipeline.plot_bound_terms(table)
+    try:
+        axes = fig.axes
+        assert [ax.get_title() for ax in axes] == ["toy", "toy2"]
+        labels = ["ERM", "MR²", "MR² (c_bar=2.0)"]
+        width = 0.7 / 5
+        for ax, dataset in zip(axes, ["toy", "toy2"]):
+            part = table[table["dataset"] == dataset].reset_index(drop=True)
+            assert ax.get_yscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == labels
+            bars = {c.get_label(): c for c in ax.containers}
+            for i, term in enumerate(["empirical_term", "complexity_term", "confidence_term", "bound", "test_error"]):
+                line = bars[pipeline.TERM_TITLES[term]].lines[0]
+                drawn = []
+                for j, idx in enumerate([[0, 1], [2, 3], [4, 5]]):
+                    values = part.loc[idx, term].to_numpy()
+                    mean, sd = values.mean(), values.std(ddof=1)
+                    if mean > 0:
+                        drawn.append((j + width * (i - 2), mean, min(sd, 0.99 * mean)))
+                np.testing.assert_allclose(np.asarray(line.get_xdata(), float), [d[0] for d in drawn])
+                np.testing.assert_allclose(np.asarray(line.get_ydata(), float), [d[1] for d in drawn])
+                segments = bars[pipeline.TERM_TITLES[term]].lines[2][0].get_segments()
+                np.testing.assert_allclose([s[1][1] - s[0][1] for s in segments], [2 * d[2] for d in drawn])
+                if term == "test_error":  # the black star, not drawn for ERM's 0 on toy
+                    assert line.get_marker() == "*" and line.get_color() == "black"
+                    assert len(drawn) == (2 if dataset == "toy" else 3)
+            one = [ln for ln in ax.get_lines() if list(ln.get_ydata()) == [1.0, 1.0]]
+            assert len(one) == 1 and one[0].get_linestyle() == "--"
+        legend = [t.get_text() for t in axes[-1].get_legend().get_texts()]
+        assert sorted(legend) == sorted([*pipeline.TERM_TITLES.values(), "1: above it a bound on an error is vacuous"])
+        assert axes[0].get_legend() is None
+    finally:
+        plt.close(fig)
+
+
+def corollary_1_complexity(a, head_norm, n, c_bar):
+    """(4√2·Λ·K/√N)·sqrt(Σ a_k/γ_k²) with γ_k = c̄·K·a_k^{1/3}/Σ_j a_j^{1/3}, and with γ_k = c̄."""
+    a = np.asarray(a, dtype=np.float64)
+    k = len(a)
+    gamma = c_bar * k * np.cbrt(a) / np.cbrt(a).sum()
+    scale = 4 * math.sqrt(2) * head_norm * k / math.sqrt(n)
+    return scale * math.sqrt((a / gamma**2).sum()), scale * math.sqrt((a / c_bar**2).sum())
+
+
+def test_run_curve_is_corollary_1_on_the_runs_own_a(gen):
+    table, runs, per_class = chosen_table(gen)
+    row = table.iloc[3]  # mr2, default, seed 1
+    curve = pipeline.run_curve(row, per_class, [0.5, 3.0])
+    mine = per_class[(per_class["variant"] == "default") & (per_class["method"] == "mr2") & (per_class["seed"] == 1)]
+    a = mine.sort_values("class")["a"].to_numpy() + 1.0  # the head has a bias
+    for _, point in curve.iterrows():
+        mr2, uniform = corollary_1_complexity(a, row["head_norm"], N, point["c_bar"])
+        assert point["complexity_mr2"] == pytest.approx(mr2, rel=1e-9)
+        assert point["complexity_uniform"] == pytest.approx(uniform, rel=1e-9)
+        assert (point["dataset"], point["method"], point["variant"], point["seed"]) == ("toy", "mr2", "default", 1)
+    assert list(curve["c_bar"]) == [0.5, 3.0]
+    without_bias = pipeline.run_curve(pd.Series({**row.to_dict(), "head_bias": False}), per_class, [1.0])
+    mr2, _ = corollary_1_complexity(a - 1.0, row["head_norm"], N, 1.0)
+    assert without_bias.loc[0, "complexity_mr2"] == pytest.approx(mr2, rel=1e-9)
+    with pytest.raises(ValueError, match="'seed': 9"):
+        pipeline.run_curve(pd.Series({**row.to_dict(), "seed": 9}), per_class, [1.0])
+
+
+def test_complexity_curve_takes_a_as_given_unless_told_of_a_bias():
+    a = np.array([0.5, 2.0, 9.0])
+    plain, biased = (pipeline.complexity_curve(a, 1.5, 80, [0.7], **kw).iloc[0] for kw in ({}, {"bias": True}))
+    for got, a_bound in ((plain, a), (biased, a + 1.0)):
+        mr2, uniform = corollary_1_complexity(a_bound, 1.5, 80, 0.7)
+        assert got["complexity_mr2"] == pytest.approx(mr2, rel=1e-9)
+        assert got["complexity_uniform"] == pytest.approx(uniform, rel=1e-9)
+
+
+def test_complexity_curve_figure_draws_both_curves(gen):
+    curve = pipeline.complexity_curve(np.array([1.0, 4.0, 27.0]), 2.0, 50, [0.5, 1.0, 2.0])
+    fig = pipeline.plot_complexity_curve(curve)
+    try:
+        ax = fig.axes[0]
+        lines = {ln.get_label(): ln for ln in ax.get_lines()}
+        uniform, mr2 = lines[r"uniform $\gamma_k = \bar{c}$"], lines[r"MR² $\gamma_k$ (Corollary 1)"]
+        for line, column in ((uniform, "complexity_uniform"), (mr2, "complexity_mr2")):
+            np.testing.assert_allclose(line.get_xdata(), [0.5, 1.0, 2.0])
+            np.testing.assert_allclose(line.get_ydata(), curve[column])
+        assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_ylabel() == "complexity term"
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["0.5", "1", "2"]
+    finally:
+        plt.close(fig)
+
+
+def test_terms_by_c_bar_is_every_term_of_each_sweep_run_sorted_by_c_bar(gen):
+    table, runs, _ = chosen_table(gen)
+    long = pipeline.terms_by_c_bar(table, "mr2", runs)
+    assert len(long) == 4 * 5 and list(long.columns) == ["dataset", "seed", "variant", "c_bar", "term", "value"]
+    assert list(long[["c_bar", "term", "seed"]].itertuples(index=False, name=None)) == sorted(
+        long[["c_bar", "term", "seed"]].itertuples(index=False, name=None))
+    for i in range(2, 6):
+        r = table.iloc[i]
+        for term in [*pipeline.TERMS, "bound", "test_error"]:
+            hit = long[(long["variant"] == r["variant"]) & (long["seed"] == r["seed"]) & (long["term"] == term)]
+            assert list(hit["value"]) == [r[term]] and list(hit["c_bar"]) == [r["c_bar"]]
+
+
+def test_the_c_bar_views_default_to_mr2_and_draw_the_means_over_seeds(gen):
+    table, runs, _ = chosen_table(gen)
+    table.loc[2, "test_error"] = 0.0  # one run at c̄ = 1 with no test error: its mean stays positive
+    pd.testing.assert_frame_equal(pipeline.terms_by_c_bar(table, runs=runs), pipeline.terms_by_c_bar(table, "mr2", runs))
+    pd.testing.assert_frame_equal(pipeline.c_bar_view(table, runs=runs), pipeline.c_bar_view(table, "mr2", runs))
+    view = pipeline.c_bar_view(table, runs=runs)
+    assert list(view["bound"]) == pytest.approx([(1.5 + 0.8) / 2, (0.3 + 4.0) / 2])
+    # the sweep's runs only (an MR² run of another option at c̄ = 1 would change the means)
+    other = table.iloc[[2]].assign(variant="lam=0.3", bound=100.0)
+    extra_run = runs.iloc[[2]].assign(variant="lam=0.3", **{"config.tags.sweep": "lam"})
+    fig = pipeline.plot_terms_vs_c_bar(pd.concat([table, other]), runs=pd.concat([runs, extra_run]))
+    try:
+        lines = [np.asarray(ln.get_ydata(), float) for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 2]
+        for term in [*pipeline.TERMS, "bound"]:
+            want = [table.loc[[2, 3], term].mean(), table.loc[[4, 5], term].mean()]
+            assert any(np.allclose(y, want) for y in lines), term
+        # a zero test error is left out of the log axis: the mean at c̄ = 1 is over the other seed
+        assert any(np.allclose(y, [0.2, (0.35 + 0.1) / 2]) for y in lines)
+        assert fig.axes[0].get_title() == "toy: mr2"
+    finally:
+        plt.close(fig)
+    nothing = pipeline.plot_terms_vs_c_bar(table, "lff", runs)
+    try:
+        assert [t.get_text() for t in nothing.axes[0].texts] == ["no runs of lff"] and len(nothing.axes) == 1
+    finally:
+        plt.close(nothing)
+
+
+def test_margin_sum_shares_figure_keeps_one_class_order_and_the_variant(gen):
+    made = [fake_run(gen, method=m, seed=0) for m in ("erm", "mr2", "focal")]
+    runs = pd.DataFrame([r for r, _, _ in made])
+    per_class = pd.concat([c for _, c, _ in made]).assign(class_name=lambda f: "n" + f["class"].astype(str))
+    table = pipeline.bound_table(runs, per_class)
+    table["head_bias"] = False  # without a bias the shares are of a_k itself
+    shares = pipeline.margin_sum_shares(table, per_class)
+    assert list(shares.columns) == ["dataset", "method", "variant", "class", "class_name", "a", "gamma", "share"]
+    assert list(dict.fromkeys(shares["method"])) == ["erm", "mr2", "focal"]  # the tables' order
+    erm_classes = made[0][1]
+    term = erm_classes["a"].to_numpy() / erm_classes["gamma"].to_numpy() ** 2
+    assert shares[shares["method"] == "erm"].set_index("class")["share"].to_dict() == pytest.approx(
+        dict(enumerate(term / term.sum())))
+    other = shares.assign(variant="lam=0", share=0.5)  # another variant: not drawn
+    fig = pipeline.plot_margin_sum_shares(pd.concat([shares, other]))
+    try:
+        assert fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2, 2)
+        assert not fig.axes[3].axison and len(fig.axes) == 4
+        order = list(shares[shares["method"] == "erm"]["class"])  # ERM's, largest share first
+        for ax, method in zip(fig.axes, ("erm", "mr2", "focal")):
+            own = shares[shares["method"] == method].set_index("class")["share"]
+            np.testing.assert_allclose([p.get_height() for p in ax.patches], [100 * own[c] for c in order])
+            assert [t.get_text() for t in ax.get_xticklabels()] == [f"n{c}" for c in order]
+            equal = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+            assert len(equal) == 1 and list(equal[0].get_ydata()) == [100 / K, 100 / K]
+            assert ax.get_title() == f"toy: {method}" and "largest share of erm first" in ax.get_xlabel()
+    finally:
+        plt.close(fig)
+    empty = pipeline.plot_margin_sum_shares(shares.iloc[:0])
+    try:
+        assert [t.get_text() for t in empty.axes[0].texts] == ["no runs"]
+    finally:
+        plt.close(empty)
+
+
+def test_many_classes_put_one_share_panel_per_row(gen):
+    k = 21
+    frame = pd.DataFrame({"dataset": "big", "method": np.repeat(["erm", "mr2"], k), "variant": "default",
+                          "class": np.tile(range(k), 2), "class_name": [f"c{i}" for i in range(k)] * 2,
+                          "a": 1.0, "gamma": 1.0, "share": 1.0 / k})
+    fig = pipeline.plot_margin_sum_shares(frame)
+    try:
+        assert fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2, 1)
+    finally:
+        plt.close(fig)
+
+
+def test_reading_the_tables_names_a_missing_file(gen, tmp_path):
+    runs, per_class = sweep_runs(gen)
+    with pytest.raises(FileNotFoundError, match="runs.csv"):
+        pipeline.read_tables(tmp_path)
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    with pytest.raises(FileNotFoundError, match="per_class.csv"):
+        pipeline.read_tables(tmp_path)
+    per_class.to_csv(tmp_path / "per_class.csv", index=False)
+    got_runs, got_classes = pipeline.read_tables(tmp_path)
+    assert len(got_runs) == 6 and len(got_classes) == 6 * K and "train_margin_ce" in got_runs
+    with pytest.raises(FileNotFoundError, match="bound.csv"):
+        pipeline.read_bound_table(tmp_path / "bound.csv")
+    table = pipeline.bound_table(got_runs, got_classes)
+    path = pipeline.write_text(table.to_csv(index=False), tmp_path / "theory" / "bound.csv")
+    assert path == tmp_path / "theory" / "bound.csv"
+    pd.testing.assert_frame_equal(pipeline.read_bound_table(path), table, check_dtype=False)
+
+
+def test_command_line_in_process_writes_table_section_and_figure(gen, tmp_path, capsys):
+    runs, per_class = sweep_runs(gen)
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    per_class.to_csv(tmp_path / "per_class.csv", index=False)
+    out, md, fig = tmp_path / "t" / "bound.csv", tmp_path / "t" / "bound.md", tmp_path / "f" / "terms"
+    argv = ["bound", "--tables", str(tmp_path), "--out", str(out), "--markdown", str(md), "--figure", str(fig),
+            "--norm", "frobenius", "--c", "0.5", "--delta", "0.1"]
+    assert main(argv) == 0
+    table = pipeline.bound_table(*pipeline.read_tables(tmp_path), norm="frobenius", c=0.5, delta=0.1)
+    pd.testing.assert_frame_equal(pd.read_csv(out), table, check_dtype=False)
+    assert md.read_text() == pipeline.bound_markdown(table)
+    for ext in ("png", "pdf"):
+        assert (tmp_path / "f" / f"terms.{ext}").stat().st_size > 1000
+    assert capsys.readouterr().out.strip() == f"[theory bound] 6 runs -> {out}; holds on {int(table['holds'].sum())}"
+    # the defaults: Λ the largest row norm, c = 1, δ = 0.05; no section and no figure unless asked
+    plain = tmp_path / "plain.csv"
+    assert main(["bound", "--tables", str(tmp_path), "--out", str(plain)]) == 0
+    written = pd.read_csv(plain)
+    assert set(written["norm"]) == {"max_row"} and set(written["c"]) == {1.0} and set(written["delta"]) == {0.05}
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".md", ".png")) == []
+
+
+def test_command_line_errors_are_one_line_and_exit_2(gen, tmp_path, capsys):
+    assert main(["bound", "--tables", str(tmp_path / "nowhere"), "--out", str(tmp_path / "b.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: missing table") and "runs.csv" in err
+    runs, per_class = sweep_runs(gen)
+    runs.drop(columns="head_bias").to_csv(tmp_path / "runs.csv", index=False)
+    per_class.to_csv(tmp_path / "per_class.csv", index=False)
+    assert main(["bound", "--tables", str(tmp_path), "--out", str(tmp_path / "b.csv")]) == 2
+    assert "head_bias" in capsys.readouterr().err and not (tmp_path / "b.csv").exists()
+    with pytest.raises(SystemExit) as usage:
+        main(["bound", "--tables", str(tmp_path)])  # --out is required
+    assert usage.value.code == 2 and "--out" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as usage:
+        main(["bound", "--tables", str(tmp_path), "--out", "x.csv", "--norm", "spectral"])
+    assert usage.value.code == 2 and "spectral" in capsys.readouterr().err
+
+
+def test_command_line_help_names_each_option_and_default(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["bound", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert done.value.code == 0
+    for expected in ("folder with runs.csv and per_class.csv (aggregate step)", "the table to write (CSV, a row per run)",
+                     "the report's theory section to write (Markdown)", "figure path without suffix; writes .png and .pdf",
+                     "Λ (default: max_row)", "constant of the confidence term (default: 1.0)",
+                     "1 − confidence level (default: 0.05)"):
+        assert expected in text, expected
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = capsys.readouterr().out
+    assert text.startswith("usage: python -m theory") and "Proposition 1 on the pipeline's trained models" in text
+    assert "python -m theory bound --tables results/tables" in text  # the module's own usage, kept as written

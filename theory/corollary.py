@@ -289,7 +289,7 @@ def is_optimal_generic(candidate: GenericCandidate, witness_classes: int = 4) ->
     budget = _generic_simplify(sp.Sum(gamma_k, (k, 1, num_classes)) - num_classes * c_bar)
     on_budget = budget == 0
     grad = _generic_simplify(-2 * a[k] / gamma_k**3)
-    stationary = k not in grad.free_symbols and not grad.has(a[k])
+    stationary = k not in grad.free_symbols  # a_k is a[k]: its free symbols hold k, so this also excludes a_k
     minimum = _generic_simplify(sp.Sum(a[k] / gamma_k**2, (k, 1, num_classes)))
     point = {num_classes: witness_classes, c_bar: 1}
     concrete = [(-2 * a[k] / gamma_k**3).subs(point).subs(k, i).doit() for i in range(1, witness_classes + 1)]
