@@ -367,6 +367,8 @@ def test_the_words_a_finding_earns():
     # 1 of 100 classes at the 95 % level is fewer than the 5 that chance gives: flagged; 40 of 100 are not
     assert "one of many comparisons" in S.one_of_many(1, 100) and "1 interval of 100" in S.one_of_many(1, 100)
     assert S.one_of_many(5, 100) is not None and S.one_of_many(6, 100) is None
+    # two comparisons are already many; one, or none significant, is not
+    assert "1 interval of 2" in S.one_of_many(1, 2) and S.one_of_many(1, 1) is None and S.one_of_many(0, 10) is None
     assert "one of many" in S.one_of_many(1, 10)  # 0.5 expected by chance: a single one is still flagged
     assert S.one_of_many(2, 10) is None and S.one_of_many(0, 10) is None and S.one_of_many(40, 100) is None
 

@@ -83,6 +83,10 @@ def test_paired_difference_carries_the_paired_sd_and_its_mde():
 def test_the_word_of_a_comparison():
     assert S.comparison_word(0.3, -0.4, 1.0, mde=0.9) == "no clear difference"
     assert S.comparison_word(0.3, -0.4, 1.0, mde=1.1) == "underpowered"
+    # an MDE exactly at the effect of interest could see it; an undefined one could not
+    assert S.comparison_word(0.3, -0.4, 1.0, mde=0.5, effect_of_interest=0.5) == "no clear difference"
+    assert S.comparison_word(0.3, -0.4, 1.0, mde=math.nan) == "underpowered"
+    assert S.comparison_word(0.9, 0.2, 1.6, mde=5.0) == "higher"  # a finding is a finding, whatever the MDE
     assert S.comparison_word(0.3, -0.4, 1.0, mde=1.1, effect_of_interest=2.0) == "no clear difference"
     assert S.comparison_word(3.0, 1.0, 5.0, mde=4.0) == "higher"  # a detected change is one, power or not
     assert S.comparison_word(-3.0, -5.0, -1.0, mde=4.0) == "lower"
