@@ -162,6 +162,44 @@ def test_an_old_results_table_gives_back_its_sd_from_the_interval():
         assert back.loc[m, "mde"] == pytest.approx(new.loc[m, "mde"]) and back.loc[m, "word"] == new.loc[m, "word"]
 
 
+def test_results_table_comparisons_are_the_reference_rows_of_the_comparisons_table():
+    """Every column of comparisons_from_results on a current results.csv against comparisons_table's
+    reference rows; the paired sd is read from the table when it has one."""
+    pc = three_class({"mr2": (0.0, 0.0, 0.03), "ldam": (-0.02, 0.0, 0.0)}, noise=0.02)
+    groups = G.difficulty_table(pc)
+    table = R.results_table(pc, None, groups)
+    back = V.comparisons_from_results(table, "erm")
+    new = R.comparisons_table(pc, None, groups)
+    new = new[new["kind"] == "reference"].reset_index(drop=True)
+    assert list(back.columns) == R.COMPARISON_COLUMNS and len(back) == len(new) == 2 * 5
+    pd.testing.assert_frame_equal(back.sort_values(["method", "metric"]).reset_index(drop=True),
+                                  new.sort_values(["method", "metric"]).reset_index(drop=True), check_dtype=False)
+    doubled = table.assign(hard_diff_sd=2 * table["hard_diff_sd"])  # the table's own sd, not one from the interval
+    row = V.comparisons_from_results(doubled, "erm").set_index(["method", "metric"]).loc[("mr2", "hard")]
+    assert row["diff_sd"] == pytest.approx(2 * new.set_index(["method", "metric"]).loc[("mr2", "hard"), "diff_sd"])
+
+
+def test_results_table_comparisons_at_two_seeds_another_level_and_effect_of_interest():
+    pc = three_class({"mr2": (0.0, 0.0, 0.03)}, noise=0.02)
+    groups = G.difficulty_table(pc)
+    old = R.results_table(pc, None, groups)
+    old = old.drop(columns=[c for c in old if c.endswith(("_diff_sd", "_mde"))]).assign(n_paired=2)
+    # a variant of the reference itself is compared with the reference; its default row is not
+    old = pd.concat([old, old[old["method"] == "mr2"].assign(method="erm", variant="wd=0")], ignore_index=True)
+    back = V.comparisons_from_results(old, "erm", level=0.9)
+    assert sorted(set(zip(back["method"], back["variant"]))) == [("erm", "wd=0"), ("mr2", "default")]
+    mr2 = old.set_index("method").loc["mr2"]
+    for _, r in back[back["method"] == "mr2"].iterrows():
+        lo, hi = mr2[f"{r['metric']}_diff_lo"], mr2[f"{r['metric']}_diff_hi"]
+        sd = (hi - lo) / 2 * math.sqrt(2) / stats.t.ppf(0.95, 1)  # two seeds: one degree of freedom, 90 %
+        assert r["diff_sd"] == pytest.approx(sd) and r["n_paired"] == 2
+        assert r["mde"] == pytest.approx(S.minimum_detectable_effect(sd, 2, alpha=0.1))
+    one = V.comparisons_from_results(old.assign(n_paired=1), "erm")
+    assert one["diff_sd"].isna().all() and one["mde"].isna().all()
+    words = {eoi: list(V.comparisons_from_results(old, "erm", effect_of_interest=eoi)["word"]) for eoi in (1e-3, 1e6)}
+    assert "underpowered" in words[1e-3] and "underpowered" not in words[1e6]
+
+
 # ----------------------------------------------------------------------------- the verdict table's rules
 def comparison(method, against, metric, word, diff=0.0):
     return {"dataset": "d", "method": method, "variant": "default", "against": against, "against_variant": "default",
@@ -245,6 +283,66 @@ def test_the_readme_verdict_block_comes_from_the_snapshots(tmp_path):
     assert row["regime"] == "600/class × 6 ep" and row["model"] == "mlp" and "config/three.yaml" in block
     readme.write_text("no block\n")
     assert main(["verdicts", "--snapshots", str(snap), "--readme", str(readme)]) == 2  # one line, no traceback
+
+
+def test_snapshot_verdicts_read_every_snapshot_folder_in_order(tmp_path):
+    """A current snapshot (comparisons and settings), an older one (results.csv alone: its reference
+    comparisons are rebuilt, the pairwise parts are "not computed"), a folder that is no snapshot and
+    an ERM-only one (no part run: left out)."""
+    import shutil
+
+    pc = three_class({"mr2": (0.0, 0.0, 0.06), "mr2_uniform": (0.0, 0.0, 0.0), "ldam": (-0.03, 0.0, 0.03)},
+                     noise=0.004)
+    tables = write_snapshot(tmp_path / "x", pc)
+    erm_only = write_snapshot(tmp_path / "y", three_class({}))
+    root = tmp_path / "snapshots"
+    shutil.copytree(tables, root / "a")
+    pd.read_csv(tables / "settings.csv").assign(config="config/three.yaml", model="").to_csv(
+        root / "a" / "settings.csv", index=False)
+    (root / "b").mkdir()
+    shutil.copy(tables / "results.csv", root / "b" / "results.csv")
+    (root / "c").mkdir()
+    (root / "c" / "notes.txt").write_text("not a snapshot")
+    shutil.copytree(erm_only, root / "d")
+    table = V.snapshot_verdicts(root)
+    assert list(table["snapshot"]) == ["a", "b"] and list(table.index) == [0, 1]
+    assert list(table["config"]) == ["config/three.yaml", "b"]  # settings.csv's config, else the folder's name
+    assert table.loc[0, "model"] == "" and table.loc[0, "regime"] == "600/class × 6 ep"  # an empty cell stays empty
+    for part in ("hard_up", "easy_not_down", "overall_up"):  # from the reference comparisons: the same in both
+        assert table.loc[1, part] == table.loc[0, part] and table.loc[1, f"{part}_detail"] == table.loc[0, f"{part}_detail"]
+    assert table.loc[0, "hard_up"] == "supported" and table.loc[0, "ablations_below"] == "supported"
+    assert (table.loc[1, "ablations_below"], table.loc[1, "above_baselines"]) == (V.NOT_COMPUTED, V.NOT_COMPUTED)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert V.snapshot_verdicts(empty).empty
+
+
+def test_update_verdicts_replaces_the_first_block_and_keeps_everything_else(tmp_path):
+    pc = three_class({"mr2": (0.0, 0.0, 0.06)}, noise=0.004)
+    import shutil
+
+    root = tmp_path / "snapshots"
+    shutil.copytree(write_snapshot(tmp_path / "x", pc), root / "a")
+    readme = tmp_path / "README.md"
+    text = f"top MR²\n{V.BEGIN}\nold\n{V.END}\nmiddle, quoting {V.END} and {V.BEGIN}\n{V.BEGIN}\nsecond\n{V.END}\nend\n"
+    readme.write_text(text, encoding="utf-8")
+    assert V.update_verdicts(readme, root) is True
+    new = readme.read_text(encoding="utf-8")
+    md = V.verdict_markdown(V.snapshot_verdicts(root)).strip("\n")
+    assert new == text.replace("\nold\n", f"\n{md}\n", 1) and V.readme_verdicts(new) == md
+    for broken in (f"top\n{V.BEGIN}\nno end\n", f"top\nno begin\n{V.END}\n", "no block\n"):
+        readme.write_text(broken)
+        assert V.update_verdicts(readme, root) is False and readme.read_text() == broken
+    assert V.readme_verdicts("no block\n") is None
+
+
+def test_small_cells_of_the_verdict_table():
+    assert V._delta(pd.Series({"diff": 1.25, "diff_lo": math.nan, "diff_hi": math.nan})) == "+1.2 (no CI)"
+    assert V._delta(pd.Series({"diff": -0.5, "diff_lo": -1.0, "diff_hi": 0.04})) == "-0.5 [-1.0, +0.0]"
+    assert V.baselines_cell({"ldam": ("supported", "vs ldam: +1")}) == ("supported", "vs ldam: +1")  # one: no counts
+    for none in (None, pd.DataFrame(columns=["dataset"])):
+        empty = V.settings_table(none)
+        assert empty.empty and list(empty.columns) == ["dataset", "data", "model", "regime"]
 
 
 # ----------------------------------------------------------------------------- report sentences, figure

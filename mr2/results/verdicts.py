@@ -268,8 +268,8 @@ def readme_verdicts(text: str) -> str | None:
 
 
 def update_verdicts(readme: str | Path, snapshots: str | Path) -> bool:
-    """Put the verdict table of the snapshots under ``snapshots`` into the README's block; False
-    (nothing written) when the README has no block."""
+    """Put the verdict table of the snapshots under ``snapshots`` into the README's (first) block,
+    keeping every other byte; False (nothing written) when the README has no block."""
     readme = Path(readme)
     text = readme.read_text(encoding="utf-8")
     if BEGIN not in text or END not in text:
