@@ -172,11 +172,45 @@ def test_margin_sum_shares_name_the_classes_and_add_up(gen):
 # ----------------------------------------------------------------------------- errors and report text
 
 
+def test_run_bound_defaults_and_checks(gen):
+    run, classes, _ = fake_run(gen)
+    row = pipeline.run_bound(pd.Series(run), classes)
+    assert (row["norm"], row["c"], row["delta"]) == ("max_row", 1.0, 0.05)
+    table = pipeline.bound_table(pd.DataFrame([run]), classes)
+    assert (table.loc[0, "norm"], table.loc[0, "c"], table.loc[0, "delta"]) == ("max_row", 1.0, 0.05)
+    for call in (lambda: pipeline.run_bound(pd.Series(run), classes, norm="spectral"),
+                 lambda: pipeline.bound_table(pd.DataFrame([run]), classes, norm="spectral")):
+        with pytest.raises(ValueError, match=r"unknown norm 'spectral'; choose one of \('max_row', 'frobenius'\)"):
+            call()
+    shifted = classes.assign(**{"class": classes["class"] + 1})  # K rows, but classes 1..K
+    with pytest.raises(ValueError, match=r"per_class.csv has classes \[1, 2, 3, 4\], expected 0..3"):
+        pipeline.run_bound(pd.Series(run), shifted)
+    empty = pipeline.bound_table(pd.DataFrame([run]).iloc[:0], classes)
+    assert empty.empty and list(empty.columns) == pipeline.COLUMNS
+
+
+def test_complexity_columns_without_a_bias_and_with_no_variability(gen):
+    run, classes, _ = fake_run(gen, c_bar=0.8)
+    run["head_bias"] = False
+    row = pipeline.bound_table(pd.DataFrame([run]), classes).iloc[0]
+    mr2, uniform = corollary_1_complexity(classes["a"].to_numpy(), run["head_max_row_norm"], N, 0.8)
+    assert row["complexity_mr2"] == pytest.approx(mr2) and row["complexity_uniform"] == pytest.approx(uniform)
+    small = pipeline.bound_table(pd.DataFrame([{**run, "head_max_row_norm": 1e-3}]), classes).iloc[0]
+    assert 0 < small["complexity_uniform"] < 1 and small["complexity_ratio"] == pytest.approx(mr2 / uniform)
+    assert small["complexity_ratio_trained"] == pytest.approx(small["complexity_term"] / small["complexity_uniform"])
+    flat = pipeline.bound_table(pd.DataFrame([run]), classes.assign(a=0.0)).iloc[0]
+    assert flat["complexity_uniform"] == 0 and flat["complexity_ratio"] == 1.0 and flat["complexity_ratio_trained"] == 1.0
+
+
 def test_missing_column_is_named(gen):
     run, classes, _ = fake_run(gen)
     del run["head_bias"]
-    with pytest.raises(ValueError, match="head_bias"):
+    with pytest.raises(ValueError, match=r"^runs.csv: missing column\(s\) \['head_bias'\]; re-run 'python -m mr2 "
+                                         r"evaluate' and 'python -m mr2 aggregate' with the current code$"):
         pipeline.bound_table(pd.DataFrame([run]), classes)
+    run["head_bias"] = True
+    with pytest.raises(ValueError, match=r"^per_class.csv: missing column\(s\) \['gamma'\]"):
+        pipeline.bound_table(pd.DataFrame([run]), classes.drop(columns="gamma"))
 
 
 def test_run_without_classes_and_wrong_class_count_are_named(gen):
@@ -310,6 +344,31 @@ def test_tightness_sentences_state_the_tables_numbers(gen):
     assert len(pipeline.tightness_sentences(table, "lff", runs)) == 3
 
 
+def test_tightness_sentences_per_dataset(gen):
+    """Two datasets, a line each in name order: "alpha" with one c̄, "toy" with a three-point c̄ sweep
+    (and an MR² λ variant at c̄ = 1 the runs table keeps out); a bound of exactly 1 is not vacuous;
+    MR² by default."""
+    table, runs, per_class = chosen_table(gen)
+    extra_runs, extra_classes = [], []
+    for variant, c_bar, sweep in (("c_bar=4.0", 4.0, "c_bar"), ("lam=0.3", 1.0, "lam")):
+        run, cls, _ = fake_run(gen, seed=0, c_bar=c_bar)
+        extra_runs.append({**run, "variant": variant, "config.tags.sweep": sweep})
+        extra_classes.append(cls.assign(variant=variant))
+    runs = pd.concat([runs, pd.DataFrame(extra_runs)], ignore_index=True)
+    extra = pipeline.bound_table(pd.DataFrame(extra_runs), pd.concat(extra_classes)).assign(
+        bound=[7.0, 100.0], test_error=[0.3, 0.9])
+    alpha = table[table["method"] == "mr2"].iloc[:2].assign(dataset="alpha")
+    both = pd.concat([table, extra, alpha], ignore_index=True)
+    both.loc[0, "bound"] = 1.0  # exactly 1: not above it
+    runs = pd.concat([runs, runs.iloc[2:4].assign(dataset="alpha")], ignore_index=True)
+    lines = pipeline.tightness_sentences(both, runs=runs)
+    assert "is vacuous (above 1, more than any error rate) on 6 of 10" in lines[0]  # 2.0 1.5 4.0 7.0 100.0, alpha's 1.5
+    assert lines[2].startswith("alpha: the results hold no c̄ sweep of mr2 (one c̄, 1)")
+    assert lines[3].startswith("toy: across mr2's c̄ sweep (1, 2, 4) the bound goes from 1.15 at c̄ = 1 to 7 at c̄ = 4, "
+                               "the test error from 0.35 to 0.3")
+    assert len(lines) == 5 and lines[4].startswith("At an equal mean margin")
+
+
 @pytest.mark.parametrize("share, ending", [(0.3, "the empirical term dominates."),
                                            (0.5, "the empirical term dominates."),  # exactly half: not the complexity's
                                            (0.51, "the looseness is the complexity term's.")])
@@ -347,10 +406,27 @@ def test_markdown_rows_are_the_means_over_seeds(gen, norm, norm_text):
     assert "gives a complexity term never larger than uniform γ" in md
 
 
+def test_markdown_of_one_run_is_a_table_with_its_heading(gen):
+    run, classes, _ = fake_run(gen)
+    table = pipeline.bound_table(pd.DataFrame([run]), classes, norm="frobenius", c=0.5, delta=0.2)
+    md = pipeline.bound_markdown(table)
+    lines = md.split("\n")
+    assert lines[0] == "## Theory: Proposition 1 on the trained models" and lines[1] == ""
+    assert "Λ = ‖[W b]‖_F of the trained head" in md and "c = 0.5, δ = 0.2;" in md
+    header = [c.strip() for c in lines[4].strip("|").split("|")]
+    assert header == ["Dataset", "Method", "c̄", "Empirical", "Complexity", "Confidence", "Bound", "Test error",
+                      "Bound / test error", "Holds", "MR² γ / uniform γ"]
+    assert lines[5] == "|---|---|" + "|".join(["---:"] * 9) + "|"
+    assert len(lines[6].strip("|").split("|")) == 11 and md.endswith(".\n") and not md.endswith("\n\n")
+
+
 def test_markdown_tolerates_rounding_but_not_a_larger_ratio(gen):
     table, _, _ = chosen_table(gen)
     table["complexity_ratio"] = [1.0 + 1e-10] * 6
-    assert "never larger than uniform γ" in pipeline.bound_markdown(table)
+    table.loc[5, "complexity_ratio"] = 1.0 + 1e-9  # the tolerance itself is still "never larger"
+    table.loc[0, "bound"] = 1.0  # a bound of exactly 1 is not vacuous
+    md = pipeline.bound_markdown(table)
+    assert "never larger than uniform γ" in md and "is vacuous (above 1, so it holds trivially) on 3 of 6" in md
     table.loc[3, "complexity_ratio"] = 1.001
     md = pipeline.bound_markdown(table)
     assert "**larger** on some runs than uniform γ" in md and "(ratio 1.000 to 1.001)" in md
@@ -571,6 +647,9 @@ def test_command_line_in_process_writes_table_section_and_figure(gen, tmp_path, 
     # the defaults: Λ the largest row norm, c = 1, δ = 0.05; no section and no figure unless asked
     plain = tmp_path / "plain.csv"
     assert main(["bound", "--tables", str(tmp_path), "--out", str(plain)]) == 0
+    capsys.readouterr()
+    assert main(["bound", "--tables", str(tmp_path), "--out", str(tmp_path / "named.csv"), "--norm", "max_row"]) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "named.csv"), pd.read_csv(plain))
     written = pd.read_csv(plain)
     assert set(written["norm"]) == {"max_row"} and set(written["c"]) == {1.0} and set(written["delta"]) == {0.05}
     assert sorted(p.name for p in tmp_path.iterdir() if p.suffix in (".md", ".png")) == []
@@ -585,9 +664,12 @@ def test_command_line_errors_are_one_line_and_exit_2(gen, tmp_path, capsys):
     per_class.to_csv(tmp_path / "per_class.csv", index=False)
     assert main(["bound", "--tables", str(tmp_path), "--out", str(tmp_path / "b.csv")]) == 2
     assert "head_bias" in capsys.readouterr().err and not (tmp_path / "b.csv").exists()
-    with pytest.raises(SystemExit) as usage:
-        main(["bound", "--tables", str(tmp_path)])  # --out is required
-    assert usage.value.code == 2 and "--out" in capsys.readouterr().err
+    for argv, missing in ((["bound", "--tables", str(tmp_path)], "--out"), (["bound", "--out", "x.csv"], "--tables"),
+                          ([], "step")):
+        with pytest.raises(SystemExit) as usage:
+            main(argv)
+        assert usage.value.code == 2
+        assert capsys.readouterr().err.rstrip().endswith(f"the following arguments are required: {missing}")
     with pytest.raises(SystemExit) as usage:
         main(["bound", "--tables", str(tmp_path), "--out", "x.csv", "--norm", "spectral"])
     assert usage.value.code == 2 and "spectral" in capsys.readouterr().err
@@ -598,13 +680,18 @@ def test_command_line_help_names_each_option_and_default(capsys):
         main(["bound", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert done.value.code == 0
-    for expected in ("folder with runs.csv and per_class.csv (aggregate step)", "the table to write (CSV, a row per run)",
-                     "the report's theory section to write (Markdown)", "figure path without suffix; writes .png and .pdf",
-                     "Λ (default: max_row)", "constant of the confidence term (default: 1.0)",
-                     "1 − confidence level (default: 0.05)"):
+    for expected in ("--tables TABLES folder with runs.csv and per_class.csv (aggregate step) --out",
+                     "--out OUT the table to write (CSV, a row per run) --markdown",
+                     "--markdown MARKDOWN the report's theory section to write (Markdown) --figure",
+                     "--figure FIGURE figure path without suffix; writes .png and .pdf --norm",
+                     "--norm {max_row,frobenius} Λ (default: max_row) --c",
+                     "--c C constant of the confidence term (default: 1.0) --delta",
+                     "--delta DELTA 1 − confidence level (default: 0.05)"):
         assert expected in text, expected
+    assert text.endswith("1 − confidence level (default: 0.05)")
     with pytest.raises(SystemExit):
         main(["--help"])
     text = capsys.readouterr().out
-    assert text.startswith("usage: python -m theory") and "Proposition 1 on the pipeline's trained models" in text
+    assert text.startswith("usage: python -m theory")
+    assert "{bound} bound Proposition 1 on the pipeline's trained models options:" in " ".join(text.split())
     assert "python -m theory bound --tables results/tables" in text  # the module's own usage, kept as written

@@ -212,7 +212,7 @@ def margin_sum_shares(table: pd.DataFrame, per_class: pd.DataFrame) -> pd.DataFr
     out = frame.groupby(["dataset", "method", "variant", "class"], sort=False)[["a", "gamma", "share"]].mean()
     out = out.reset_index().merge(class_names(per_class), on=["dataset", "class"], how="left")
     out["run_order"] = out.groupby(["dataset", "method", "variant"], sort=False).ngroup()  # the tables' order
-    out = out.sort_values(["run_order", "share"], ascending=[True, False], kind="stable")
+    out = out.sort_values(["run_order", "share"], ascending=[True, False])  # several keys: a stable lexsort
     return out[["dataset", "method", "variant", "class", "class_name", "a", "gamma", "share"]].reset_index(drop=True)
 
 
