@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import matplotlib.pyplot as plt
+from matplotlib.colors import to_hex
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from mr2.engine.evaluate import affine_map
+from mr2.results.plotting import method_colour
 from mr2.method.losses.margin_ce import logit_margin_cross_entropy
 from mr2.engine.models.heads import CosineHead, LinearHead
 from theory import pipeline
@@ -463,10 +465,23 @@ def test_bound_terms_figure_draws_each_terms_mean_and_clipped_sd(gen):
                     assert line.get_marker() == "*" and line.get_color() == "black"
                     assert len(drawn) == (2 if dataset == "toy" else 3)
             one = [ln for ln in ax.get_lines() if list(ln.get_ydata()) == [1.0, 1.0]]
-            assert len(one) == 1 and one[0].get_linestyle() == "--"
+            assert len(one) == 1 and one[0].get_linestyle() == "--" and one[0].get_color() == "black"
+            assert (ax.get_xlabel(), ax.get_ylabel()) == ("method", "value (log scale)")
         legend = [t.get_text() for t in axes[-1].get_legend().get_texts()]
         assert sorted(legend) == sorted([*pipeline.TERM_TITLES.values(), "1: above it a bound on an error is vacuous"])
         assert axes[0].get_legend() is None
+    finally:
+        plt.close(fig)
+
+
+def test_bound_terms_of_a_single_seed_have_no_error_bar(gen):
+    table, _, _ = chosen_table(gen)
+    fig = pipeline.plot_bound_terms(table.iloc[[0, 2, 3]])  # ERM: one seed, its sd undefined -> 0
+    try:
+        bars = {c.get_label(): c for c in fig.axes[0].containers}
+        segments = bars[pipeline.TERM_TITLES["bound"]].lines[2][0].get_segments()
+        heights = [s[1][1] - s[0][1] for s in segments]
+        assert heights[0] == 0 and heights[1] > 0
     finally:
         plt.close(fig)
 
@@ -519,6 +534,11 @@ def test_complexity_curve_figure_draws_both_curves(gen):
             np.testing.assert_allclose(line.get_xdata(), [0.5, 1.0, 2.0])
             np.testing.assert_allclose(line.get_ydata(), curve[column])
         assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_ylabel() == "complexity term"
+        assert ax.get_xlabel() == r"mean margin $\bar{c}$"
+        # each curve in its method's colour (the uniform ablation's, MR²'s), MR²'s dashed with squares
+        assert to_hex(uniform.get_color()) == to_hex(method_colour("mr2_uniform")) and uniform.get_marker() == "o"
+        assert to_hex(mr2.get_color()) == to_hex(method_colour("mr2")) and mr2.get_marker() == "s"
+        assert mr2.get_linestyle() == "--" and uniform.get_linestyle() == "-"
         assert [t.get_text() for t in ax.get_xticklabels()] == ["0.5", "1", "2"]
     finally:
         plt.close(fig)
@@ -555,9 +575,23 @@ def test_the_c_bar_views_default_to_mr2_and_draw_the_means_over_seeds(gen):
             assert any(np.allclose(y, want) for y in lines), term
         # a zero test error is left out of the log axis: the mean at c̄ = 1 is over the other seed
         assert any(np.allclose(y, [0.2, (0.35 + 0.1) / 2]) for y in lines)
-        assert fig.axes[0].get_title() == "toy: mr2"
+        assert fig.axes[0].get_title() == "toy: mr2" and fig.axes[0].get_ylabel() == "value (log scale)"
+        assert fig.axes[0].get_yscale() == "log"
+        drawn = [ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 2]
+        # one line per term, each in its own grey with its own marker and dashes, in the legend by title
+        assert len(drawn) == 5 and len({to_hex(ln.get_color()) for ln in drawn}) == 5
+        assert {to_hex(ln.get_color()) for ln in drawn} == {to_hex(c) for c, _ in pipeline.TERM_STYLES.values()}
+        assert len({ln.get_marker() for ln in drawn}) == 5 and len({ln.get_linestyle() for ln in drawn}) > 1
+        legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert legend == list(pipeline.TERM_TITLES.values())
     finally:
         plt.close(fig)
+    two = pipeline.plot_terms_vs_c_bar(table.assign(dataset="a").pipe(lambda t: pd.concat([table, t])),
+                                       runs=pd.concat([runs, runs.assign(dataset="a")]))
+    try:  # one legend, beside the last panel
+        assert [ax.get_legend() is not None for ax in two.axes] == [False, True]
+    finally:
+        plt.close(two)
     nothing = pipeline.plot_terms_vs_c_bar(table, "lff", runs)
     try:
         assert [t.get_text() for t in nothing.axes[0].texts] == ["no runs of lff"] and len(nothing.axes) == 1
@@ -591,6 +625,7 @@ def test_margin_sum_shares_figure_keeps_one_class_order_and_the_variant(gen):
             equal = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
             assert len(equal) == 1 and list(equal[0].get_ydata()) == [100 / K, 100 / K]
             assert ax.get_title() == f"toy: {method}" and "largest share of erm first" in ax.get_xlabel()
+            assert {to_hex(p.get_facecolor()) for p in ax.patches} == {to_hex(method_colour(method))}
     finally:
         plt.close(fig)
     empty = pipeline.plot_margin_sum_shares(shares.iloc[:0])
@@ -600,14 +635,14 @@ def test_margin_sum_shares_figure_keeps_one_class_order_and_the_variant(gen):
         plt.close(empty)
 
 
-def test_many_classes_put_one_share_panel_per_row(gen):
-    k = 21
+@pytest.mark.parametrize("k, columns", [(20, 2), (21, 1)])
+def test_many_classes_put_one_share_panel_per_row(gen, k, columns):
     frame = pd.DataFrame({"dataset": "big", "method": np.repeat(["erm", "mr2"], k), "variant": "default",
                           "class": np.tile(range(k), 2), "class_name": [f"c{i}" for i in range(k)] * 2,
                           "a": 1.0, "gamma": 1.0, "share": 1.0 / k})
     fig = pipeline.plot_margin_sum_shares(frame)
     try:
-        assert fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2, 1)
+        assert fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2 // columns, columns)
     finally:
         plt.close(fig)
 
