@@ -910,3 +910,33 @@ def test_release_decay_option_is_the_authors_ema(decay, gen):
                     variance_ema[cls] = decay * variance_ema[cls] + (1 - decay) * variance
         loss(torch.zeros(7, k, dtype=torch.float64), features, targets)
         assert torch.allclose(loss.m, mean_norm_ema) and torch.allclose(loss.v, variance_ema)
+
+
+def test_release_loss_defaults_bounds_and_summary():
+    """The release's class: λ = 0.1, decay 0.9 (its CIFAR recipe), s̄ zeroed as in the release; λ = 0
+    and decay 0 are allowed, the messages name the option; class_summary names m, v and γ."""
+    from mr2.method.losses.release import ReleaseMR2Loss
+
+    loss = ReleaseMR2Loss(3, 4)
+    assert (loss.lam, loss.decay, loss.zero_s_bar) == (0.1, 0.9, True)
+    ReleaseMR2Loss(3, 4, lam=0.0, decay=0.0)
+    for bad, match in (({"lam": -0.1}, r"^mr2_release: lam must be >= 0, got lam=-0.1$"),
+                       ({"decay": 1.0}, r"^mr2_release: decay must be in \[0, 1\), got decay=1.0$"),
+                       ({"zero_s_bar": "yes"}, r"^mr2_release: zero_s_bar must be true or false, got zero_s_bar='yes'$")):
+        with pytest.raises(ValueError, match=match):
+            ReleaseMR2Loss(3, 4, **bad)
+    loss.m.copy_(torch.tensor([1.0, 0.0, 8.0]))
+    summary = loss.class_summary()
+    assert set(summary) == {"m", "v", "gamma"} and summary["m"] is loss.m and summary["v"] is loss.v
+    torch.testing.assert_close(summary["gamma"], loss.margins())
+
+
+def test_release_margins_normalise_small_statistics_and_fall_back_to_one():
+    """γ_k = K g_k/Σ g with g = (m + v)^{1/3}, also when Σ g < 1; γ ≡ 1 when every g is 0."""
+    from mr2.method.losses.release import release_margins
+
+    m, v = torch.tensor([1e-6, 8e-6, 0.0], dtype=torch.float64), torch.zeros(3, dtype=torch.float64)
+    g = (m + v) ** (1 / 3)
+    torch.testing.assert_close(release_margins(m, v), 3 * g / g.sum())
+    assert float(g.sum()) < 1
+    assert release_margins(torch.zeros(3), torch.zeros(3)).tolist() == [1.0, 1.0, 1.0]
