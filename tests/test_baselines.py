@@ -749,6 +749,7 @@ def test_center_initialisations(gen):
     xavier = CenterLoss(10, 400, init="xavier").centers.detach()
     randn = CenterLoss(10, 400, init="randn").centers.detach()
     assert torch.count_nonzero(zeros) == 0
+    assert zeros.shape == xavier.shape == randn.shape == (10, 400)
     bound = math.sqrt(3 / 400)  # Caffe's xavier filler: U[−√(3/fan_in), √(3/fan_in)], fan_in = D
     assert xavier.abs().max() <= bound and xavier.abs().max() > 0.95 * bound
     assert abs(xavier.var().item() - bound ** 2 / 3) < 0.1 * bound ** 2 / 3  # variance of U[−b, b] is b²/3
@@ -940,3 +941,32 @@ def test_release_margins_normalise_small_statistics_and_fall_back_to_one():
     torch.testing.assert_close(release_margins(m, v), 3 * g / g.sum())
     assert float(g.sum()) < 1
     assert release_margins(torch.zeros(3), torch.zeros(3)).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_center_loss_defaults_bounds_summary_and_a_batch_without_the_last_classes():
+    from mr2.method.losses.center import center_update_surrogate
+
+    loss = CenterLoss(5, 2)
+    assert (loss.lam, loss.alpha) == (0.003, 0.5)  # the authors' Caffe example
+    CenterLoss(5, 2, lam=0.0, alpha=0.0)  # both may be 0
+    loss.centers.data.copy_(torch.arange(10.0).reshape(5, 2))
+    torch.testing.assert_close(loss.class_summary()["center_sq_norm"], (torch.arange(10.0).reshape(5, 2) ** 2).sum(1))
+    # classes 3 and 4 absent (and K = 5 > D = 2): U = ½ Σ_i ‖x_i − c_{y_i}‖² / (1 + n_{y_i}), written out
+    x, y = torch.tensor([[1.0, 1.0], [3.0, 0.0], [0.0, 2.0]]), torch.tensor([0, 0, 2])
+    c = loss.centers.detach()
+    want = 0.5 * (((x[0] - c[0]) ** 2).sum() / 3 + ((x[1] - c[0]) ** 2).sum() / 3 + ((x[2] - c[2]) ** 2).sum() / 2)
+    torch.testing.assert_close(center_update_surrogate(x, c, y), want)
+
+
+def test_supcon_defaults_bounds_and_the_authors_projection_head():
+    from mr2.method.losses.supcon import SupConLoss
+
+    loss = SupConLoss(3, 8)
+    assert (loss.weight, loss.temperature) == (1.0, 0.1)
+    linear1, relu, linear2 = loss.head  # the authors' head: Linear(D, D), ReLU, Linear(D, 128)
+    assert isinstance(relu, torch.nn.ReLU) and (linear1.in_features, linear1.out_features) == (8, 8)
+    assert (linear2.in_features, linear2.out_features) == (8, 128)
+    SupConLoss(3, 8, weight=0.0, proj_dim=1)
+    for bad in ({"proj_dim": True}, {"proj_dim": 0}, {"base_temperature": math.inf}):
+        with pytest.raises(ValueError, match=f"supcon: {next(iter(bad))} must be"):
+            SupConLoss(3, 8, **bad)
