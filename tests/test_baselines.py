@@ -970,3 +970,11 @@ def test_supcon_defaults_bounds_and_the_authors_projection_head():
     for bad in ({"proj_dim": True}, {"proj_dim": 0}, {"base_temperature": math.inf}):
         with pytest.raises(ValueError, match=f"supcon: {next(iter(bad))} must be"):
             SupConLoss(3, 8, **bad)
+
+
+def test_fairdro_default_radius_and_summary():
+    from mr2.method.losses.fairdro import FairDROLoss
+
+    loss = FairDROLoss(4, 2)
+    assert loss.rho == 0.3  # the authors' published value for UTKFace and CivilComments
+    assert set(loss.class_summary()) == {"q"} and loss.class_summary()["q"] is loss.q
