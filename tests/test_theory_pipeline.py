@@ -322,6 +322,7 @@ def test_numbers_are_written_with_three_significant_digits_or_an_exponent():
     assert [pipeline._number(x) for x in (0.012345, 123.456, -0.5, 9876.0, 12345.6, -12345.6)] == [
         "0.0123", "123", "-0.5", "9.88e+03", "1.23e+04", "-1.23e+04"]
     assert [pipeline._number(x) for x in (math.inf, -math.inf, math.nan)] == ["inf", "-inf", "nan"]
+    assert [pipeline._number(x) for x in (9999.0, 10000.0, 10001.0)] == ["1e+04", "1.00e+04", "1.00e+04"]
 
 
 def test_tightness_sentences_state_the_tables_numbers(gen):
