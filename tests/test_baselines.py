@@ -978,3 +978,35 @@ def test_fairdro_default_radius_and_summary():
     loss = FairDROLoss(4, 2)
     assert loss.rho == 0.3  # the authors' published value for UTKFace and CivilComments
     assert set(loss.class_summary()) == {"q"} and loss.class_summary()["q"] is loss.q
+
+
+def test_ldam_option_edges_graph_capture_and_summary_before_and_after_drw():
+    from mr2.method.losses.ldam import LDAMLoss
+
+    counts = [50.0, 10.0, 5.0]
+    LDAMLoss(3, 2, counts, max_margin=0.0, s=0.5, drw_epoch=0, drw_beta=0.0)  # every edge the checks allow
+    assert LDAMLoss(3, 2, counts).capturable and not LDAMLoss(3, 2, counts, drw_epoch=2).capturable
+    loss = LDAMLoss(3, 2, counts, drw_epoch=2)
+    loss.on_epoch_start(1)
+    assert loss.class_summary()["class_weight"].tolist() == [1.0, 1.0, 1.0]  # DRW not yet on
+    loss.on_epoch_start(2)
+    torch.testing.assert_close(loss.class_summary()["class_weight"], loss.drw_weights)
+    torch.testing.assert_close(loss.class_summary()["margin"], loss.margins)
+
+
+@pytest.mark.parametrize("method, zero_ok", [("ldam", False), ("logit_adjust", False), ("eql", True)])
+def test_count_based_losses_name_themselves_in_count_errors(method, zero_ok):
+    with pytest.raises(ValueError, match=rf"^method '{method}' needs class_counts"):
+        build_loss(method, 3, 2, class_counts=None)
+    if zero_ok:  # EQL's tail test only compares frequencies: an empty class is a tail class
+        build_loss(method, 3, 2, class_counts=[5.0, 0.0, 1.0])
+    else:  # n_k^{-1/4} and log n_k need n_k > 0
+        with pytest.raises(ValueError, match=rf"^method '{method}': class_counts must be > 0 .*classes \[1\]"):
+            build_loss(method, 3, 2, class_counts=[5.0, 0.0, 1.0])
+
+
+def test_eql_and_group_dro_summaries_name_what_they_hold():
+    eql = build_loss("eql", 3, 2, class_counts=[100.0, 1.0, 50.0])
+    assert set(eql.class_summary()) == {"tail"} and eql.class_summary()["tail"].dtype == torch.float32
+    dro = build_loss("dro", 3, 2)
+    assert set(dro.class_summary()) == {"q"} and dro.class_summary()["q"] is dro.q
