@@ -6,7 +6,7 @@
 #
 # Each target mutates only its own files and runs only the test files that exercise them (mutmut
 # then runs, per mutant, only the tests that reach the mutated function); for the method, the unit
-# tests of the losses, margins and statistics without the training runs on digits (those train
+# tests of the losses, margins, statistics, JTT and LfF without the training runs on digits (those train
 # through the engine and would make each mutant cost minutes); MR2_MUTATION=1 skips the tests that
 # need the end-to-end smoke run (its steps are subprocesses, which never see the mutant under test,
 # and it takes minutes). The run happens in a
@@ -45,7 +45,7 @@ only_for() {
 }
 tests_for() {
     case "$1" in
-        method|mr2/method/*) echo '"tests/test_losses.py", "tests/test_baselines.py", "tests/test_margins.py", "tests/test_stats.py", "-k", "not digits"';;
+        method|mr2/method/*) echo '"tests/test_losses.py", "tests/test_baselines.py", "tests/test_margins.py", "tests/test_stats.py", "tests/test_jtt_lff.py", "-k", "not digits and not error_set_without and not trains_above_chance and not jtt_chain and not upsampled_runs and not resumes and not dry_run"';;
         results|mr2/results/*) echo '"tests/test_results.py", "tests/test_verdicts.py", "tests/test_longtail_results.py", "tests/test_regimes.py", "tests/test_analysis.py", "tests/test_figures.py", "tests/test_readme.py"';;
         theory|theory/*) echo '"tests/test_theory_corollary.py", "tests/test_theory_bound.py", "tests/test_theory_pipeline.py"';;
     esac
