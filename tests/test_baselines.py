@@ -1010,3 +1010,56 @@ def test_eql_and_group_dro_summaries_name_what_they_hold():
     assert set(eql.class_summary()) == {"tail"} and eql.class_summary()["tail"].dtype == torch.float32
     dro = build_loss("dro", 3, 2)
     assert set(dro.class_summary()) == {"q"} and dro.class_summary()["q"] is dro.q
+
+
+def test_build_loss_hands_reduce_and_the_problem_to_the_reducible_methods_only():
+    def double(t):
+        return 2 * t
+
+    for method in ("mr2", "mr2_uniform", "mr2_no_rep"):
+        loss = build_loss(method, 3, 4, reduce=double)
+        assert loss.stats.reduce is double and loss.stats.num_classes == 3
+        assert loss.stats.mean.shape == (3, 4)  # K classes, D-wide features
+    with pytest.raises(ValueError, match=r"^method 'focal' takes no 'reduce' \(a summing all-reduce of class "
+                                         r"statistics\); only mr2, mr2_no_rep, mr2_uniform do$"):
+        build_loss("focal", 3, 4, reduce=double)
+    counted = build_loss("ldam", 3, 4, class_counts=[9.0, 3.0, 1.0])
+    assert counted.margins.shape == (3,) and counted.margins[2] > counted.margins[0]  # the counts reached it
+
+
+@pytest.mark.parametrize("given", [{"model_builder": lambda: torch.nn.Linear(2, 2)}, {"num_samples": 10}])
+def test_lff_needs_both_its_model_builder_and_the_sample_count(given):
+    with pytest.raises(ValueError, match=r"^method 'lff' owns a second network: build_loss\('lff', \.\.\., "
+                                         r"model_builder=<callable returning a fresh model>, "
+                                         r"num_samples=<training-set size>\)$"):
+        build_loss("lff", 2, 2, **given)
+
+
+def test_option_errors_name_the_method_the_option_and_what_is_accepted():
+    with pytest.raises(ValueError, match=r"^unknown method 'mr3'; known methods: center, dro, eql, erm, "):
+        build_loss("mr3", 2, 2)
+    with pytest.raises(ValueError, match=r"^method 'mr2': options must be a mapping of option names to values"):
+        factory.resolve_options("mr2", ["lam"])
+    with pytest.raises(ValueError, match=r"^method 'erm' does not take option 'lam'; accepted options: none$"):
+        build_loss("erm", 2, 2, lam=0.1)
+    with pytest.raises(ValueError, match=r"^method 'focal' does not take option 'lam'; accepted options: gamma$"):
+        build_loss("focal", 2, 2, lam=0.1)
+    with pytest.raises(ValueError, match=r"^method 'focal'.*gamma"):
+        build_loss("focal", 2, 2, gamma="2")
+    for name in ("stage1_epochs", "upweight"):
+        with pytest.raises(ValueError, match=rf"^jtt: {name} must be an integer >= 1, got {name}=0$"):
+            build_loss("jtt", 2, 2, **{name: 0})
+
+
+def test_check_options_builds_every_method_on_a_stand_in_problem():
+    """Values are checked without data (a bad value fails with the loss's own message), for every
+    method including the ones that need counts or a second network."""
+    for method in factory.METHODS:
+        assert factory.check_options(method) == factory.resolve_options(method)
+    with pytest.raises(ValueError, match="lam must be >= 0"):
+        factory.check_options("mr2", {"lam": -1.0})
+    with pytest.raises(ValueError, match="^jtt: upweight"):
+        factory.check_options("jtt", {"upweight": 0})
+    model = factory._StandIn()
+    logits, features = model(torch.ones(3, 2))
+    assert logits.shape == (3, 2) and torch.equal(features, torch.ones(3, 2))
