@@ -6,6 +6,7 @@ Python loop over classes in any method's training step (the op count does not gr
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -19,7 +20,7 @@ from mr2.engine.data import load_prepared
 from mr2.engine.evaluate import evaluate
 from mr2.engine.jtt import error_set, stage1_config, stage2_config
 from mr2.method.losses import METHODS, NEEDS_MODEL, build_loss
-from mr2.method.losses.lff import class_max, generalized_cross_entropy, relative_difficulty
+from mr2.method.losses.lff import LfFLoss, class_max, generalized_cross_entropy, relative_difficulty
 from mr2.engine.train import Runner, train
 from mr2.engine.upsample import read_index_file, upsampled_index
 
@@ -463,3 +464,41 @@ def test_change_figure_has_a_panel_per_baseline(tmp_path, monkeypatch):
     F.plot_change_vs_reference(per_class, tmp_path / "change")
     assert [title.split(" − ")[0] for title in seen[0]] == [f"toy: {F.display_name(m)}" for m in ("mr2", "focal", "dro", "lff")]
     assert (tmp_path / "change.png").stat().st_size > 1000
+
+
+def test_lff_option_edges_and_messages():
+    build = lambda: torch.nn.Linear(2, 2)  # noqa: E731
+    LfFLoss(2, build, 1, q=1.0, alpha=0.0)  # the edges the checks allow
+    for kwargs, match in (({"q": 1.5}, r"^lff: q must be in \(0, 1\], got q=1.5$"),
+                          ({"alpha": 1.0}, r"^lff: alpha must be in \[0, 1\), got alpha=1.0$")):
+        with pytest.raises(ValueError, match=match):
+            LfFLoss(2, build, 4, **kwargs)
+    for n in (0, "5", 2.0):
+        with pytest.raises(ValueError, match=rf"^lff: num_samples \(the training-set size\) must be a positive int, "
+                                             rf"got {re.escape(repr(n))}$"):
+            LfFLoss(2, build, n)
+
+
+def test_lff_biased_model_runs_at_the_logits_precision_and_may_return_a_bare_tensor():
+    torch.manual_seed(0)
+    loss = LfFLoss(2, lambda: torch.nn.Linear(3, 2), 5)  # a model returning logits alone, not (logits, features)
+    x = torch.randn(4, 3)
+    assert loss._biased_logits(x, torch.zeros(1)).dtype == torch.float32
+    assert loss._biased_logits(x, torch.zeros(1)).shape == (4, 2)
+    for low in (torch.bfloat16, torch.float16):
+        assert loss._biased_logits(x, torch.zeros(1, dtype=low)).dtype == low
+    out = loss(torch.randn(4, 2), torch.randn(4, 3), torch.tensor([0, 1, 1, 0]), inputs=x, indices=torch.arange(4))
+    assert set(out.parts) == {"gce_biased", "weighted_ce", "ce", "weight_mean"}
+
+
+def test_lff_names_what_a_batch_lacks():
+    loss = LfFLoss(2, lambda: torch.nn.Linear(3, 2), 5)
+    z, f, y, x = torch.randn(4, 2), torch.randn(4, 3), torch.tensor([0, 1, 1, 0]), torch.randn(4, 3)
+    for kwargs in ({"inputs": x}, {"indices": torch.arange(4)}):
+        with pytest.raises(ValueError, match=r"^lff: the loss needs the batch inputs and the samples' training-set "
+                                             r"indices \(loss\(logits, features, targets, inputs=\.\.\., indices=\.\.\.\)\)$"):
+            loss(z, f, y, **kwargs)
+    with pytest.raises(ValueError, match=r"^lff: 4 inputs and 3 indices for 4 targets$"):
+        loss(z, f, y, inputs=x, indices=torch.arange(3))
+    with pytest.raises(ValueError, match=r"^lff: 3 inputs and 4 indices for 4 targets$"):
+        loss(z, f, y, inputs=x[:3], indices=torch.arange(4))
