@@ -998,6 +998,8 @@ def test_ldam_option_edges_graph_capture_and_summary_before_and_after_drw():
 def test_count_based_losses_name_themselves_in_count_errors(method, zero_ok):
     with pytest.raises(ValueError, match=rf"^method '{method}' needs class_counts"):
         build_loss(method, 3, 2, class_counts=None)
+    with pytest.raises(ValueError, match=rf"^method '{method}': class_counts must be finite and >= 0; bad classes \[2, 3\]$"):
+        build_loss(method, 4, 2, class_counts=[0.0, 1.0, -1.0, math.inf])  # the empty class is not a bad one here
     if zero_ok:  # EQL's tail test only compares frequencies: an empty class is a tail class
         build_loss(method, 3, 2, class_counts=[5.0, 0.0, 1.0])
     else:  # n_k^{-1/4} and log n_k need n_k > 0

@@ -201,12 +201,7 @@ def build_loss(
     ``ValueError`` naming the option. ``reduce`` (methods in ``REDUCIBLE`` only) makes the
     class statistics those of the batches of all data-parallel ranks together.
     """
-    resolved = resolve_options(method, options)
-    if method in NEEDS_COUNTS and class_counts is None:
-        raise ValueError(
-            f"method {method!r} needs class_counts (the training-set count of each class): "
-            f"build_loss({method!r}, num_classes, feature_dim, class_counts=...)"
-        )
+    resolved = resolve_options(method, options)  # missing or bad counts: the loss's own check (class_counts_tensor)
     builder = METHODS[method][0]
     if method in NEEDS_MODEL:
         if model_builder is None or num_samples is None:
