@@ -1022,6 +1022,7 @@ def test_build_loss_hands_reduce_and_the_problem_to_the_reducible_methods_only()
         loss = build_loss(method, 3, 4, reduce=double)
         assert loss.stats.reduce is double and loss.stats.num_classes == 3
         assert loss.stats.mean.shape == (3, 4)  # K classes, D-wide features
+    assert build_loss("mr2", 3, 4, reduce=double, c_bar=2.0).c_bar == 2.0  # the options reach it too
     with pytest.raises(ValueError, match=r"^method 'focal' takes no 'reduce' \(a summing all-reduce of class "
                                          r"statistics\); only mr2, mr2_no_rep, mr2_uniform do$"):
         build_loss("focal", 3, 4, reduce=double)
@@ -1046,6 +1047,8 @@ def test_option_errors_name_the_method_the_option_and_what_is_accepted():
         build_loss("erm", 2, 2, lam=0.1)
     with pytest.raises(ValueError, match=r"^method 'focal' does not take option 'lam'; accepted options: gamma$"):
         build_loss("focal", 2, 2, lam=0.1)
+    with pytest.raises(ValueError, match=r"accepted options: drw_beta, drw_epoch, max_margin, s$"):
+        build_loss("ldam", 2, 2, class_counts=[1.0, 1.0], lam=0.1)
     with pytest.raises(ValueError, match=r"^method 'focal'.*gamma"):
         build_loss("focal", 2, 2, gamma="2")
     for name in ("stage1_epochs", "upweight"):
