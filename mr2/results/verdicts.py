@@ -105,11 +105,10 @@ def _delta(row: pd.Series) -> str:
     return f"{row['diff']:+.1f} [{row['diff_lo']:+.1f}, {row['diff_hi']:+.1f}]"
 
 
-def verdict_cells(comparisons: pd.DataFrame, methods: set[str], reference: str = "erm",
-                  pairwise: bool = True) -> dict[str, tuple[str, str]]:
+def verdict_cells(comparisons: pd.DataFrame, methods: set[str], reference: str = "erm") -> dict[str, tuple[str, str]]:
     """The five parts (``PARTS``) of one setting: part -> (word, the Δ [interval] behind it), from
-    its ``comparisons`` (one dataset) and the default-variant ``methods`` it ran; ``pairwise`` False
-    when the comparisons hold only those to the reference (an older snapshot)."""
+    its ``comparisons`` (one dataset) and the default-variant ``methods`` it ran. A part whose
+    comparisons are missing (an older snapshot holds only those to the reference) is "not computed"."""
     c = comparisons[comparisons["variant"].eq(DEFAULT_VARIANT) & comparisons["against_variant"].eq(DEFAULT_VARIANT)]
     at = {(r.method, r.against, r.metric): r for _, r in c.iterrows()}
     overall = "top1" if (MR2, reference, "top1") in at else "all"
@@ -131,7 +130,7 @@ def verdict_cells(comparisons: pd.DataFrame, methods: set[str], reference: str =
     ablations = [a for a in ABLATIONS if a in methods]
     if MR2 not in methods or not ablations:
         cells["ablations_below"] = (NOT_RUN, "")
-    elif not pairwise or any((a, MR2, "hard") not in at for a in ablations):
+    elif any((a, MR2, "hard") not in at for a in ablations):
         cells["ablations_below"] = (NOT_COMPUTED, "")
     else:
         rows = [at[(a, MR2, "hard")] for a in ablations]
@@ -141,7 +140,7 @@ def verdict_cells(comparisons: pd.DataFrame, methods: set[str], reference: str =
     baselines = [b for b in sorted(methods) if b != reference and b not in MR2_FAMILY]
     if MR2 not in methods or not baselines:
         cells["above_baselines"] = (NOT_RUN, "")
-    elif not pairwise or any((MR2, b, m) not in at for b in baselines for m in ("hard", "easy")):
+    elif any((MR2, b, m) not in at for b in baselines for m in ("hard", "easy")):
         cells["above_baselines"] = (NOT_COMPUTED, "")
     else:
         per_baseline = {}
@@ -167,7 +166,7 @@ def baselines_cell(per_baseline: dict[str, tuple[str, str]]) -> tuple[str, str]:
 
 
 def verdict_table(comparisons: pd.DataFrame, methods: pd.DataFrame, settings: pd.DataFrame | None = None,
-                  reference: str = "erm", pairwise: bool = True) -> pd.DataFrame:
+                  reference: str = "erm") -> pd.DataFrame:
     """A row per dataset of ``methods`` (columns dataset, method, variant: what was run): dataset,
     data, model, regime (from ``settings`` where given) and per part of ``PARTS`` its word
     (``<part>``) and the Δ behind it (``<part>_detail``)."""
@@ -176,7 +175,7 @@ def verdict_table(comparisons: pd.DataFrame, methods: pd.DataFrame, settings: pd
     info = settings.drop_duplicates("dataset").set_index("dataset")
     for dataset in methods["dataset"].unique():
         ran = set(methods.loc[methods["dataset"].eq(dataset) & methods["variant"].eq(DEFAULT_VARIANT), "method"])
-        cells = verdict_cells(comparisons[comparisons["dataset"] == dataset], ran, reference, pairwise)
+        cells = verdict_cells(comparisons[comparisons["dataset"] == dataset], ran, reference)
         row = {"dataset": dataset, **{k: (info.loc[dataset, k] if dataset in info.index and k in info else "")
                                       for k in ("data", "model", "regime")}}
         for part, (word, detail) in cells.items():
@@ -220,11 +219,10 @@ def snapshot_verdicts(root: str | Path) -> pd.DataFrame:
     for folder in sorted(p for p in Path(root).iterdir() if (p / "results.csv").is_file()):
         results = pd.read_csv(folder / "results.csv")
         reference = str(results["method"].iloc[0])
-        pairwise = (folder / "comparisons.csv").is_file()
-        comparisons = (pd.read_csv(folder / "comparisons.csv") if pairwise
+        comparisons = (pd.read_csv(folder / "comparisons.csv") if (folder / "comparisons.csv").is_file()
                        else comparisons_from_results(results, reference))
         settings = pd.read_csv(folder / "settings.csv", keep_default_na=False) if (folder / "settings.csv").is_file() else None
-        table = verdict_table(comparisons, results[["dataset", "method", "variant"]], settings, reference, pairwise)
+        table = verdict_table(comparisons, results[["dataset", "method", "variant"]], settings, reference)
         config = (str(settings["config"].iloc[0]) if settings is not None and "config" in settings
                   and len(settings) else folder.name)
         frames.append(table.assign(snapshot=folder.name, config=config))
