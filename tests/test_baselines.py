@@ -1061,6 +1061,7 @@ def test_check_options_builds_every_method_on_a_stand_in_problem():
     method including the ones that need counts or a second network."""
     for method in factory.METHODS:
         assert factory.check_options(method) == factory.resolve_options(method)
+    assert factory.check_options("mr2", {"lam": 0.5})["lam"] == 0.5  # the resolved options, given ones included
     with pytest.raises(ValueError, match="lam must be >= 0"):
         factory.check_options("mr2", {"lam": -1.0})
     with pytest.raises(ValueError, match="^jtt: upweight"):
