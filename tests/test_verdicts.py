@@ -339,6 +339,23 @@ def test_update_verdicts_replaces_the_first_block_and_keeps_everything_else(tmp_
     assert V.readme_verdicts("no block\n") is None
 
 
+def test_settings_from_a_runs_table_that_lacks_columns():
+    """Only the epochs: data and model empty, the whole training set; no epochs either: no regime; an
+    imbalance ratio that is not a number is no imbalance."""
+    runs = pd.DataFrame({"dataset": ["d"], "config.train.epochs": [20], "config.data.imbalance.ratio": ["n/a"]})
+    row = V.settings_table(runs).iloc[0]
+    assert (row["data"], row["model"], row["regime"]) == ("", "", "all × 20 ep")
+    bare = V.settings_table(pd.DataFrame({"dataset": ["d"]})).iloc[0]
+    assert (bare["data"], bare["model"], bare["regime"]) == ("", "", "")
+
+
+def test_a_results_table_of_the_reference_alone_has_no_comparisons():
+    pc = three_class({})
+    table = R.results_table(pc, None, G.difficulty_table(pc))
+    back = V.comparisons_from_results(table, "erm")
+    assert back.empty and list(back.columns) == R.COMPARISON_COLUMNS
+
+
 def test_small_cells_of_the_verdict_table():
     assert V._delta(pd.Series({"diff": 1.25, "diff_lo": math.nan, "diff_hi": math.nan})) == "+1.2 (no CI)"
     assert V._delta(pd.Series({"diff": -0.5, "diff_lo": -1.0, "diff_hi": 0.04})) == "-0.5 [-1.0, +0.0]"
