@@ -406,3 +406,13 @@ def test_spread_statistic_feeds_corollary_1_the_within_class_spread_alone(gen):
         cube = torch.tensor(values, dtype=torch.float64) ** (1 / 3)
         assert torch.allclose(margins[statistic], c_bar * k * cube / cube.sum(), rtol=1e-9)
     assert not torch.allclose(margins["spread"], margins["a"], rtol=1e-3)
+
+
+def test_upcast_lifts_half_precision_to_float32_and_leaves_the_rest():
+    from mr2.method.precision import upcast
+
+    for low in (torch.bfloat16, torch.float16):
+        assert upcast(torch.zeros(2, dtype=low)).dtype == torch.float32
+    for kept in (torch.float32, torch.float64):
+        x = torch.zeros(2, dtype=kept)
+        assert upcast(x) is x

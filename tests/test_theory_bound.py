@@ -265,6 +265,8 @@ def test_zero_test_error_gives_infinite_tightness():
         ({"a": [1.0, -1.0]}, r"evaluate_bound: a must be non-negative, got \[1.0, -1.0\]"),
         ({"weight": torch.eye(3)}, "weight must be"),
         ({"logits": torch.zeros(2, 3)}, "do not match"),
+        ({"targets": torch.tensor([0, 1])}, "do not match"),  # 3 logits, 2 labels
+        ({"logits": torch.zeros(3)}, "do not match"),  # not (N, K)
         ({"norm": "spectral"}, "'spectral'"),
         ({"delta": 1.5}, "delta"),
     ],
@@ -366,10 +368,11 @@ def test_a_parameter_that_requires_grad_is_read_as_it_is():
 
 def test_class_variability_uses_its_norm_and_the_second_moment_names_its_shape():
     # L3: a_k = ‖μ̂_k‖₃² + (1/n_k) Σ ‖φ − μ̂_k‖₃², written out for class 1 = {(3, 1), (0, 1)}
+    feats = torch.tensor([[1.0, 2.0], [3.0, 2.0], [0.0, 0.0]])  # class 1: deviations (±1.5, ±1), L3 ≠ L2
     mean = np.array([1.5, 1.0])
-    l3_sq = lambda v: float((np.abs(v) ** 3).sum() ** (2 / 3))
-    want = l3_sq(mean) + (l3_sq(np.array([1.5, 0.0])) + l3_sq(np.array([-1.5, 0.0]))) / 2
-    assert float(class_variability(FEATS, LABELS, 2, p=3.0)[1]) == pytest.approx(want, rel=1e-12)
+    l3_sq = lambda v: float((np.abs(v) ** 3).sum() ** (2 / 3))  # noqa: E731
+    want = l3_sq(mean) + (l3_sq(np.array([1.5, 1.0])) + l3_sq(np.array([-1.5, -1.0]))) / 2
+    assert float(class_variability(feats, LABELS, 2, p=3.0)[1]) == pytest.approx(want, rel=1e-12)
     assert float(class_variability(FEATS, LABELS, 3)[2]) == 0.0  # an empty class
     with pytest.raises(ValueError, match=r"^weight_norm: weight must be \(K, D\), got shape \(3,\)$"):
         weight_norm(torch.ones(3))

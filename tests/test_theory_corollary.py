@@ -114,6 +114,7 @@ def test_symbols_for_a_concrete_number_of_classes():
     assert len(a) == len(gamma) == 1 and c_bar.is_positive and nu.is_real
     a, gamma, _, _ = C.symbols(3)
     assert [str(x) for x in a + gamma] == ["a1", "a2", "a3", "gamma1", "gamma2", "gamma3"]
+    assert "c_bar" in str(solve_lagrangian(2).gamma[0])  # the solution is written with the paper's c̄
     with pytest.raises(ValueError, match=r"^symbols: num_classes must be >= 1, got 0$"):
         C.symbols(0)
 
