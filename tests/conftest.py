@@ -1,4 +1,5 @@
 import os
+import sys
 
 import pytest
 import torch
@@ -21,6 +22,16 @@ def fresh_caches():
 
     solve_lagrangian.cache_clear()
     _noncentrality.cache_clear()
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    """Close every figure a test leaves open (a test that inspects a figure keeps it open to the end),
+    so that no figure reaches another test's check that a function closed its own."""
+    yield
+    plt = sys.modules.get("matplotlib.pyplot")  # only where a test drew: no import on the others' path
+    if plt is not None:
+        plt.close("all")
 
 
 @pytest.fixture

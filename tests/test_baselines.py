@@ -13,10 +13,11 @@ import torch.nn.functional as F
 
 from mr2.method.losses import NEEDS_COUNTS, NEEDS_MODEL, build_loss, method_options
 from mr2.method.losses import factory
-from mr2.method.losses.center import CenterLoss
-from mr2.method.losses.fairdro import chi2_best_response
-from mr2.method.losses.ldam import effective_number_weights, ldam_margins
-from mr2.method.losses.supcon import supcon_loss
+from mr2.method.losses.center import CenterLoss, center_update_surrogate
+from mr2.method.losses.fairdro import FairDROLoss, chi2_best_response
+from mr2.method.losses.ldam import LDAMLoss, effective_number_weights, ldam_margins
+from mr2.method.losses.release import ReleaseMR2Loss, release_margins
+from mr2.method.losses.supcon import SupConLoss, supcon_loss
 
 BASELINES = ("focal", "ldam", "logit_adjust", "eql", "supcon", "center", "dro", "fairdro", "mr2_release", "jtt", "lff")
 # losses called as loss(logits, features, targets); those owning a second network (LfF) need
@@ -916,8 +917,6 @@ def test_release_decay_option_is_the_authors_ema(decay, gen):
 def test_release_loss_defaults_bounds_and_summary():
     """The release's class: λ = 0.1, decay 0.9 (its CIFAR recipe), s̄ zeroed as in the release; λ = 0
     and decay 0 are allowed, the messages name the option; class_summary names m, v and γ."""
-    from mr2.method.losses.release import ReleaseMR2Loss
-
     loss = ReleaseMR2Loss(3, 4)
     assert (loss.lam, loss.decay, loss.zero_s_bar) == (0.1, 0.9, True)
     ReleaseMR2Loss(3, 4, lam=0.0, decay=0.0)
@@ -934,8 +933,6 @@ def test_release_loss_defaults_bounds_and_summary():
 
 def test_release_margins_normalise_small_statistics_and_fall_back_to_one():
     """γ_k = K g_k/Σ g with g = (m + v)^{1/3}, also when Σ g < 1; γ ≡ 1 when every g is 0."""
-    from mr2.method.losses.release import release_margins
-
     m, v = torch.tensor([1e-6, 8e-6, 0.0], dtype=torch.float64), torch.zeros(3, dtype=torch.float64)
     g = (m + v) ** (1 / 3)
     torch.testing.assert_close(release_margins(m, v), 3 * g / g.sum())
@@ -944,8 +941,6 @@ def test_release_margins_normalise_small_statistics_and_fall_back_to_one():
 
 
 def test_center_loss_defaults_bounds_summary_and_a_batch_without_the_last_classes():
-    from mr2.method.losses.center import center_update_surrogate
-
     loss = CenterLoss(5, 2)
     assert (loss.lam, loss.alpha) == (0.003, 0.5)  # the authors' Caffe example
     CenterLoss(5, 2, lam=0.0, alpha=0.0)  # both may be 0
@@ -959,8 +954,6 @@ def test_center_loss_defaults_bounds_summary_and_a_batch_without_the_last_classe
 
 
 def test_supcon_defaults_bounds_and_the_authors_projection_head():
-    from mr2.method.losses.supcon import SupConLoss
-
     loss = SupConLoss(3, 8)
     assert (loss.weight, loss.temperature) == (1.0, 0.1)
     linear1, relu, linear2 = loss.head  # the authors' head: Linear(D, D), ReLU, Linear(D, 128)
@@ -973,16 +966,12 @@ def test_supcon_defaults_bounds_and_the_authors_projection_head():
 
 
 def test_fairdro_default_radius_and_summary():
-    from mr2.method.losses.fairdro import FairDROLoss
-
     loss = FairDROLoss(4, 2)
     assert loss.rho == 0.3  # the authors' published value for UTKFace and CivilComments
     assert set(loss.class_summary()) == {"q"} and loss.class_summary()["q"] is loss.q
 
 
 def test_ldam_option_edges_graph_capture_and_summary_before_and_after_drw():
-    from mr2.method.losses.ldam import LDAMLoss
-
     counts = [50.0, 10.0, 5.0]
     LDAMLoss(3, 2, counts, max_margin=0.0, s=0.5, drw_epoch=0, drw_beta=0.0)  # every edge the checks allow
     assert LDAMLoss(3, 2, counts).capturable and not LDAMLoss(3, 2, counts, drw_epoch=2).capturable

@@ -53,6 +53,18 @@ def fake_run(gen, method="mr2", seed=0, c_bar=1.5):
     return run, classes, logits_path
 
 
+def fake_runs(gen, specs, seeds=(0, 1)):
+    """``fake_run`` for each (method, variant, configured c̄, tags.sweep) of ``specs`` and each seed, in
+    that order: (runs table, per_class table)."""
+    runs, classes = [], []
+    for method, variant, c_bar, sweep in specs:
+        for seed in seeds:
+            run, cls, _ = fake_run(gen, method=method, seed=seed, c_bar=c_bar)
+            runs.append({**run, "variant": variant, "config.tags.sweep": sweep})
+            classes.append(cls.assign(variant=variant))
+    return pd.DataFrame(runs), pd.concat(classes, ignore_index=True)
+
+
 # ----------------------------------------------------------------------------- the two paths agree
 
 
@@ -126,14 +138,9 @@ def test_complexity_curve_falls_as_one_over_c_bar():
 
 
 def test_c_bar_view_has_one_row_per_configured_c_bar_of_the_sweep(gen):
-    runs, classes = [], []
-    for variant, c_bar, sweep in (("default", 1.0, None), ("c_bar=2.0", 2.0, "c_bar"), ("lam=0.3", 1.0, "lam")):
-        for seed in (0, 1):
-            run, cls, _ = fake_run(gen, seed=seed, c_bar=c_bar)
-            runs.append({**run, "variant": variant, "config.tags.sweep": sweep})
-            classes.append(cls.assign(variant=variant))
-    runs = pd.DataFrame(runs)
-    table = pipeline.bound_table(runs, pd.concat(classes))
+    runs, classes = fake_runs(gen, [("mr2", "default", 1.0, None), ("mr2", "c_bar=2.0", 2.0, "c_bar"),
+                                    ("mr2", "lam=0.3", 1.0, "lam")])
+    table = pipeline.bound_table(runs, classes)
     view = pipeline.c_bar_view(table, "mr2", runs)
     assert list(view["c_bar"]) == [1.0, 2.0] and list(view["runs"]) == [2, 2]  # λ's variant is not mixed in
     default = table[table["variant"] == "default"]
@@ -289,14 +296,8 @@ def test_cli_reproduces_the_table_and_names_missing_tables(smoke_results, tmp_pa
 def sweep_runs(gen):
     """ERM (2 seeds), MR² at its default c̄ = 1 (2 seeds) and MR² at c̄ = 2 (2 seeds, a c̄ sweep), in that
     order: (runs table, per_class table)."""
-    runs, classes = [], []
-    for method, variant, c_bar, sweep in (("erm", "default", None, None), ("mr2", "default", 1.0, None),
-                                          ("mr2", "c_bar=2.0", 2.0, "c_bar")):
-        for seed in (0, 1):
-            run, cls, _ = fake_run(gen, method=method, seed=seed, c_bar=c_bar)
-            runs.append({**run, "variant": variant, "config.tags.sweep": sweep})
-            classes.append(cls.assign(variant=variant))
-    return pd.DataFrame(runs), pd.concat(classes, ignore_index=True)
+    return fake_runs(gen, [("erm", "default", None, None), ("mr2", "default", 1.0, None),
+                           ("mr2", "c_bar=2.0", 2.0, "c_bar")])
 
 
 #: hand-chosen terms of the six runs of ``sweep_runs``, so every number of the text is known
@@ -352,14 +353,10 @@ def test_tightness_sentences_per_dataset(gen):
     (and an MR² λ variant at c̄ = 1 the runs table keeps out); a bound of exactly 1 is not vacuous;
     MR² by default."""
     table, runs, per_class = chosen_table(gen)
-    extra_runs, extra_classes = [], []
-    for variant, c_bar, sweep in (("c_bar=4.0", 4.0, "c_bar"), ("lam=0.3", 1.0, "lam")):
-        run, cls, _ = fake_run(gen, seed=0, c_bar=c_bar)
-        extra_runs.append({**run, "variant": variant, "config.tags.sweep": sweep})
-        extra_classes.append(cls.assign(variant=variant))
-    runs = pd.concat([runs, pd.DataFrame(extra_runs)], ignore_index=True)
-    extra = pipeline.bound_table(pd.DataFrame(extra_runs), pd.concat(extra_classes)).assign(
-        bound=[7.0, 100.0], test_error=[0.3, 0.9])
+    extra_runs, extra_classes = fake_runs(gen, [("mr2", "c_bar=4.0", 4.0, "c_bar"), ("mr2", "lam=0.3", 1.0, "lam")],
+                                          seeds=(0,))
+    runs = pd.concat([runs, extra_runs], ignore_index=True)
+    extra = pipeline.bound_table(extra_runs, extra_classes).assign(bound=[7.0, 100.0], test_error=[0.3, 0.9])
     alpha = table[table["method"] == "mr2"].iloc[:2].assign(dataset="alpha")
     both = pd.concat([table, extra, alpha], ignore_index=True)
     both.loc[0, "bound"] = 1.0  # exactly 1: not above it
@@ -441,50 +438,44 @@ def test_bound_terms_figure_draws_each_terms_mean_and_clipped_sd(gen):
     table.loc[[0, 1], "test_error"] = 0.0  # ERM's mean test error 0: not drawn on a log axis
     table.loc[4, "confidence_term"] = 100.0  # a spread larger than the mean: the bar stops above 0
     fig = pipeline.plot_bound_terms(table)
-    try:
-        axes = fig.axes
-        assert [ax.get_title() for ax in axes] == ["toy", "toy2"]
-        labels = ["ERM", "MR²", "MR² (c_bar=2.0)"]
-        width = 0.7 / 5
-        for ax, dataset in zip(axes, ["toy", "toy2"]):
-            part = table[table["dataset"] == dataset].reset_index(drop=True)
-            assert ax.get_yscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == labels
-            bars = {c.get_label(): c for c in ax.containers}
-            for i, term in enumerate(["empirical_term", "complexity_term", "confidence_term", "bound", "test_error"]):
-                line = bars[pipeline.TERM_TITLES[term]].lines[0]
-                drawn = []
-                for j, idx in enumerate([[0, 1], [2, 3], [4, 5]]):
-                    values = part.loc[idx, term].to_numpy()
-                    mean, sd = values.mean(), values.std(ddof=1)
-                    if mean > 0:
-                        drawn.append((j + width * (i - 2), mean, min(sd, 0.99 * mean)))
-                np.testing.assert_allclose(np.asarray(line.get_xdata(), float), [d[0] for d in drawn])
-                np.testing.assert_allclose(np.asarray(line.get_ydata(), float), [d[1] for d in drawn])
-                segments = bars[pipeline.TERM_TITLES[term]].lines[2][0].get_segments()
-                np.testing.assert_allclose([s[1][1] - s[0][1] for s in segments], [2 * d[2] for d in drawn])
-                if term == "test_error":  # the black star, not drawn for ERM's 0 on toy
-                    assert line.get_marker() == "*" and line.get_color() == "black"
-                    assert len(drawn) == (2 if dataset == "toy" else 3)
-            one = [ln for ln in ax.get_lines() if list(ln.get_ydata()) == [1.0, 1.0]]
-            assert len(one) == 1 and one[0].get_linestyle() == "--" and one[0].get_color() == "black"
-            assert (ax.get_xlabel(), ax.get_ylabel()) == ("method", "value (log scale)")
-        legend = [t.get_text() for t in axes[-1].get_legend().get_texts()]
-        assert sorted(legend) == sorted([*pipeline.TERM_TITLES.values(), "1: above it a bound on an error is vacuous"])
-        assert axes[0].get_legend() is None
-    finally:
-        plt.close(fig)
+    axes = fig.axes
+    assert [ax.get_title() for ax in axes] == ["toy", "toy2"]
+    labels = ["ERM", "MR²", "MR² (c_bar=2.0)"]
+    width = 0.7 / 5
+    for ax, dataset in zip(axes, ["toy", "toy2"]):
+        part = table[table["dataset"] == dataset].reset_index(drop=True)
+        assert ax.get_yscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == labels
+        bars = {c.get_label(): c for c in ax.containers}
+        for i, term in enumerate(["empirical_term", "complexity_term", "confidence_term", "bound", "test_error"]):
+            line = bars[pipeline.TERM_TITLES[term]].lines[0]
+            drawn = []
+            for j, idx in enumerate([[0, 1], [2, 3], [4, 5]]):
+                values = part.loc[idx, term].to_numpy()
+                mean, sd = values.mean(), values.std(ddof=1)
+                if mean > 0:
+                    drawn.append((j + width * (i - 2), mean, min(sd, 0.99 * mean)))
+            np.testing.assert_allclose(np.asarray(line.get_xdata(), float), [d[0] for d in drawn])
+            np.testing.assert_allclose(np.asarray(line.get_ydata(), float), [d[1] for d in drawn])
+            segments = bars[pipeline.TERM_TITLES[term]].lines[2][0].get_segments()
+            np.testing.assert_allclose([s[1][1] - s[0][1] for s in segments], [2 * d[2] for d in drawn])
+            if term == "test_error":  # the black star, not drawn for ERM's 0 on toy
+                assert line.get_marker() == "*" and line.get_color() == "black"
+                assert len(drawn) == (2 if dataset == "toy" else 3)
+        one = [ln for ln in ax.get_lines() if list(ln.get_ydata()) == [1.0, 1.0]]
+        assert len(one) == 1 and one[0].get_linestyle() == "--" and one[0].get_color() == "black"
+        assert (ax.get_xlabel(), ax.get_ylabel()) == ("method", "value (log scale)")
+    legend = [t.get_text() for t in axes[-1].get_legend().get_texts()]
+    assert sorted(legend) == sorted([*pipeline.TERM_TITLES.values(), "1: above it a bound on an error is vacuous"])
+    assert axes[0].get_legend() is None
 
 
 def test_bound_terms_of_a_single_seed_have_no_error_bar(gen):
     table, _, _ = chosen_table(gen)
     fig = pipeline.plot_bound_terms(table.iloc[[0, 2, 3]])  # ERM: one seed, its sd undefined -> 0
-    try:
-        bars = {c.get_label(): c for c in fig.axes[0].containers}
-        segments = bars[pipeline.TERM_TITLES["bound"]].lines[2][0].get_segments()
-        heights = [s[1][1] - s[0][1] for s in segments]
-        assert heights[0] == 0 and heights[1] > 0
-    finally:
-        plt.close(fig)
+    bars = {c.get_label(): c for c in fig.axes[0].containers}
+    segments = bars[pipeline.TERM_TITLES["bound"]].lines[2][0].get_segments()
+    heights = [s[1][1] - s[0][1] for s in segments]
+    assert heights[0] == 0 and heights[1] > 0
 
 
 def corollary_1_complexity(a, head_norm, n, c_bar):
@@ -527,22 +518,19 @@ def test_complexity_curve_takes_a_as_given_unless_told_of_a_bias():
 def test_complexity_curve_figure_draws_both_curves(gen):
     curve = pipeline.complexity_curve(np.array([1.0, 4.0, 27.0]), 2.0, 50, [0.5, 1.0, 2.0])
     fig = pipeline.plot_complexity_curve(curve)
-    try:
-        ax = fig.axes[0]
-        lines = {ln.get_label(): ln for ln in ax.get_lines()}
-        uniform, mr2 = lines[r"uniform $\gamma_k = \bar{c}$"], lines[r"MR² $\gamma_k$ (Corollary 1)"]
-        for line, column in ((uniform, "complexity_uniform"), (mr2, "complexity_mr2")):
-            np.testing.assert_allclose(line.get_xdata(), [0.5, 1.0, 2.0])
-            np.testing.assert_allclose(line.get_ydata(), curve[column])
-        assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_ylabel() == "complexity term"
-        assert ax.get_xlabel() == r"mean margin $\bar{c}$"
-        # each curve in its method's colour (the uniform ablation's, MR²'s), MR²'s dashed with squares
-        assert to_hex(uniform.get_color()) == to_hex(method_colour("mr2_uniform")) and uniform.get_marker() == "o"
-        assert to_hex(mr2.get_color()) == to_hex(method_colour("mr2")) and mr2.get_marker() == "s"
-        assert mr2.get_linestyle() == "--" and uniform.get_linestyle() == "-"
-        assert [t.get_text() for t in ax.get_xticklabels()] == ["0.5", "1", "2"]
-    finally:
-        plt.close(fig)
+    ax = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    uniform, mr2 = lines[r"uniform $\gamma_k = \bar{c}$"], lines[r"MR² $\gamma_k$ (Corollary 1)"]
+    for line, column in ((uniform, "complexity_uniform"), (mr2, "complexity_mr2")):
+        np.testing.assert_allclose(line.get_xdata(), [0.5, 1.0, 2.0])
+        np.testing.assert_allclose(line.get_ydata(), curve[column])
+    assert ax.get_xscale() == ax.get_yscale() == "log" and ax.get_ylabel() == "complexity term"
+    assert ax.get_xlabel() == r"mean margin $\bar{c}$"
+    # each curve in its method's colour (the uniform ablation's, MR²'s), MR²'s dashed with squares
+    assert to_hex(uniform.get_color()) == to_hex(method_colour("mr2_uniform")) and uniform.get_marker() == "o"
+    assert to_hex(mr2.get_color()) == to_hex(method_colour("mr2")) and mr2.get_marker() == "s"
+    assert mr2.get_linestyle() == "--" and uniform.get_linestyle() == "-"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0.5", "1", "2"]
 
 
 def test_terms_by_c_bar_is_every_term_of_each_sweep_run_sorted_by_c_bar(gen):
@@ -569,35 +557,26 @@ def test_the_c_bar_views_default_to_mr2_and_draw_the_means_over_seeds(gen):
     other = table.iloc[[2]].assign(variant="lam=0.3", bound=100.0)
     extra_run = runs.iloc[[2]].assign(variant="lam=0.3", **{"config.tags.sweep": "lam"})
     fig = pipeline.plot_terms_vs_c_bar(pd.concat([table, other]), runs=pd.concat([runs, extra_run]))
-    try:
-        lines = [np.asarray(ln.get_ydata(), float) for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 2]
-        for term in [*pipeline.TERMS, "bound"]:
-            want = [table.loc[[2, 3], term].mean(), table.loc[[4, 5], term].mean()]
-            assert any(np.allclose(y, want) for y in lines), term
-        # a zero test error is left out of the log axis: the mean at c̄ = 1 is over the other seed
-        assert any(np.allclose(y, [0.2, (0.35 + 0.1) / 2]) for y in lines)
-        assert fig.axes[0].get_title() == "toy: mr2" and fig.axes[0].get_ylabel() == "value (log scale)"
-        assert fig.axes[0].get_yscale() == "log"
-        drawn = [ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 2]
-        # one line per term, each in its own grey with its own marker and dashes, in the legend by title
-        assert len(drawn) == 5 and len({to_hex(ln.get_color()) for ln in drawn}) == 5
-        assert {to_hex(ln.get_color()) for ln in drawn} == {to_hex(c) for c, _ in pipeline.TERM_STYLES.values()}
-        assert len({ln.get_marker() for ln in drawn}) == 5 and len({ln.get_linestyle() for ln in drawn}) > 1
-        legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-        assert legend == list(pipeline.TERM_TITLES.values())
-    finally:
-        plt.close(fig)
+    lines = [np.asarray(ln.get_ydata(), float) for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 2]
+    for term in [*pipeline.TERMS, "bound"]:
+        want = [table.loc[[2, 3], term].mean(), table.loc[[4, 5], term].mean()]
+        assert any(np.allclose(y, want) for y in lines), term
+    # a zero test error is left out of the log axis: the mean at c̄ = 1 is over the other seed
+    assert any(np.allclose(y, [0.2, (0.35 + 0.1) / 2]) for y in lines)
+    assert fig.axes[0].get_title() == "toy: mr2" and fig.axes[0].get_ylabel() == "value (log scale)"
+    assert fig.axes[0].get_yscale() == "log"
+    drawn = [ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 2]
+    # one line per term, each in its own grey with its own marker and dashes, in the legend by title
+    assert len(drawn) == 5 and len({to_hex(ln.get_color()) for ln in drawn}) == 5
+    assert {to_hex(ln.get_color()) for ln in drawn} == {to_hex(c) for c, _ in pipeline.TERM_STYLES.values()}
+    assert len({ln.get_marker() for ln in drawn}) == 5 and len({ln.get_linestyle() for ln in drawn}) > 1
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == list(pipeline.TERM_TITLES.values())
     two = pipeline.plot_terms_vs_c_bar(table.assign(dataset="a").pipe(lambda t: pd.concat([table, t])),
                                        runs=pd.concat([runs, runs.assign(dataset="a")]))
-    try:  # one legend, beside the last panel
-        assert [ax.get_legend() is not None for ax in two.axes] == [False, True]
-    finally:
-        plt.close(two)
+    assert [ax.get_legend() is not None for ax in two.axes] == [False, True]  # one legend, beside the last panel
     nothing = pipeline.plot_terms_vs_c_bar(table, "lff", runs)
-    try:
-        assert [t.get_text() for t in nothing.axes[0].texts] == ["no runs of lff"] and len(nothing.axes) == 1
-    finally:
-        plt.close(nothing)
+    assert [t.get_text() for t in nothing.axes[0].texts] == ["no runs of lff"] and len(nothing.axes) == 1
 
 
 def test_margin_sum_shares_figure_keeps_one_class_order_and_the_variant(gen):
@@ -615,25 +594,19 @@ def test_margin_sum_shares_figure_keeps_one_class_order_and_the_variant(gen):
         dict(enumerate(term / term.sum())))
     other = shares.assign(variant="lam=0", share=0.5)  # another variant: not drawn
     fig = pipeline.plot_margin_sum_shares(pd.concat([shares, other]))
-    try:
-        assert fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2, 2)
-        assert not fig.axes[3].axison and len(fig.axes) == 4
-        order = list(shares[shares["method"] == "erm"]["class"])  # ERM's, largest share first
-        for ax, method in zip(fig.axes, ("erm", "mr2", "focal")):
-            own = shares[shares["method"] == method].set_index("class")["share"]
-            np.testing.assert_allclose([p.get_height() for p in ax.patches], [100 * own[c] for c in order])
-            assert [t.get_text() for t in ax.get_xticklabels()] == [f"n{c}" for c in order]
-            equal = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
-            assert len(equal) == 1 and list(equal[0].get_ydata()) == [100 / K, 100 / K]
-            assert ax.get_title() == f"toy: {method}" and "largest share of erm first" in ax.get_xlabel()
-            assert {to_hex(p.get_facecolor()) for p in ax.patches} == {to_hex(method_colour(method))}
-    finally:
-        plt.close(fig)
+    assert fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2, 2)
+    assert not fig.axes[3].axison and len(fig.axes) == 4
+    order = list(shares[shares["method"] == "erm"]["class"])  # ERM's, largest share first
+    for ax, method in zip(fig.axes, ("erm", "mr2", "focal")):
+        own = shares[shares["method"] == method].set_index("class")["share"]
+        np.testing.assert_allclose([p.get_height() for p in ax.patches], [100 * own[c] for c in order])
+        assert [t.get_text() for t in ax.get_xticklabels()] == [f"n{c}" for c in order]
+        equal = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+        assert len(equal) == 1 and list(equal[0].get_ydata()) == [100 / K, 100 / K]
+        assert ax.get_title() == f"toy: {method}" and "largest share of erm first" in ax.get_xlabel()
+        assert {to_hex(p.get_facecolor()) for p in ax.patches} == {to_hex(method_colour(method))}
     empty = pipeline.plot_margin_sum_shares(shares.iloc[:0])
-    try:
-        assert [t.get_text() for t in empty.axes[0].texts] == ["no runs"]
-    finally:
-        plt.close(empty)
+    assert [t.get_text() for t in empty.axes[0].texts] == ["no runs"]
 
 
 @pytest.mark.parametrize("k, columns", [(20, 2), (21, 1)])
@@ -642,10 +615,7 @@ def test_many_classes_put_one_share_panel_per_row(gen, k, columns):
                           "class": np.tile(range(k), 2), "class_name": [f"c{i}" for i in range(k)] * 2,
                           "a": 1.0, "gamma": 1.0, "share": 1.0 / k})
     fig = pipeline.plot_margin_sum_shares(frame)
-    try:
-        assert fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2 // columns, columns)
-    finally:
-        plt.close(fig)
+    assert fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2 // columns, columns)
 
 
 def test_reading_the_tables_names_a_missing_file(gen, tmp_path):

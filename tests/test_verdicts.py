@@ -4,6 +4,7 @@ tidy table of paired comparisons against hand computations on a three-class tabl
 medium, one hard class), the decision rules of the verdict table, the trade-off figure."""
 
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -290,8 +291,6 @@ def test_snapshot_verdicts_read_every_snapshot_folder_in_order(tmp_path):
     """A current snapshot (comparisons and settings), an older one (results.csv alone: its reference
     comparisons are rebuilt, the pairwise parts are "not computed"), a folder that is no snapshot and
     an ERM-only one (no part run: left out)."""
-    import shutil
-
     pc = three_class({"mr2": (0.0, 0.0, 0.06), "mr2_uniform": (0.0, 0.0, 0.0), "ldam": (-0.03, 0.0, 0.03)},
                      noise=0.004)
     tables = write_snapshot(tmp_path / "x", pc)
@@ -322,8 +321,6 @@ def test_snapshot_verdicts_read_every_snapshot_folder_in_order(tmp_path):
 
 def test_update_verdicts_replaces_the_first_block_and_keeps_everything_else(tmp_path):
     pc = three_class({"mr2": (0.0, 0.0, 0.06)}, noise=0.004)
-    import shutil
-
     root = tmp_path / "snapshots"
     shutil.copytree(write_snapshot(tmp_path / "x", pc), root / "a")
     readme = tmp_path / "README.md"
@@ -410,8 +407,6 @@ def test_a_far_point_gets_the_crowd_near_zero_a_zoomed_panel(tmp_path, monkeypat
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from mr2.results import tradeoff as TR
     from mr2.results.plotting import display_name, overlapping_texts
 
@@ -425,16 +420,13 @@ def test_a_far_point_gets_the_crowd_near_zero_a_zoomed_panel(tmp_path, monkeypat
     figures = []
     monkeypatch.setattr(TR, "save_figure", lambda fig, stem: figures.append(fig) or [])
     TR.plot_tradeoff(pc, None, groups, tmp_path / "tradeoff")
-    try:
-        whole, zoom = figures[0].axes
-        assert "zoom on the 3 methods near 0" in zoom.get_title() and "zoom" not in whole.get_title()
-        names = [t for t in zoom.texts if t.get_text()]
-        assert sorted(t.get_text() for t in names) == sorted(display_name(m) for m in ("mr2", "ldam", "focal"))
-        assert not overlapping_texts(names)
-        assert zoom.get_ylim()[0] > points.set_index("method").loc["lff", "hard_diff"]  # LfF is outside the zoom
-        assert [t.get_text() for t in zoom.get_legend().get_texts()] == [display_name(m) for m in effects]
-    finally:
-        plt.close(figures[0])  # save_figure, replaced here, is what closes it
+    whole, zoom = figures[0].axes
+    assert "zoom on the 3 methods near 0" in zoom.get_title() and "zoom" not in whole.get_title()
+    names = [t for t in zoom.texts if t.get_text()]
+    assert sorted(t.get_text() for t in names) == sorted(display_name(m) for m in ("mr2", "ldam", "focal"))
+    assert not overlapping_texts(names)
+    assert zoom.get_ylim()[0] > points.set_index("method").loc["lff", "hard_diff"]  # LfF is outside the zoom
+    assert [t.get_text() for t in zoom.get_legend().get_texts()] == [display_name(m) for m in effects]
     # without a far point, one panel per dataset
     assert TR.near_zero(points[points["method"] != "lff"]) is None
 
