@@ -28,9 +28,10 @@ def check_files(paths):
     assert plt.get_fignums() == []  # closed after saving
 
 
-@pytest.fixture
-def captured(monkeypatch):
-    """The texts and axes of every figure saved (the files are still written)."""
+def spy_on_figures(monkeypatch, save):
+    """Replace every module's ``save_figure`` by a spy that records each figure's texts and axes, and
+    then writes its files (``save``) or only closes it (for tests of the content alone: rendering
+    the two files is most of a figure's cost)."""
     seen = []
     real = F.save_figure
 
@@ -39,14 +40,26 @@ def captured(monkeypatch):
         titles = [ax.get_title() for ax in fig.axes]
         seen.append({"texts": texts, "titles": titles, "axes": list(fig.axes), "strings": strings(fig),
                      "placeholder": len(fig.axes) == 1 and not fig.axes[0].axison})
-        return real(fig, stem, **kw)
+        if save:
+            return real(fig, stem, **kw)
+        plt.close(fig)
+        return []
 
-    monkeypatch.setattr(F, "save_figure", spy)
-    monkeypatch.setattr(regimes, "save_figure", spy)
-    monkeypatch.setattr(claim_figures, "save_figure", spy)
-    monkeypatch.setattr(tradeoff, "save_figure", spy)
-    monkeypatch.setattr(plotting, "save_figure", spy)  # placeholders are saved there
+    for module in (F, regimes, claim_figures, tradeoff, plotting):  # placeholders are saved in plotting
+        monkeypatch.setattr(module, "save_figure", spy)
     return seen
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    """The texts and axes of every figure saved (the files are still written)."""
+    return spy_on_figures(monkeypatch, save=True)
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The texts and axes of every figure drawn; no file is written."""
+    return spy_on_figures(monkeypatch, save=False)
 
 
 def strings(fig):
@@ -98,7 +111,7 @@ def test_every_figure_writes_png_and_pdf(tmp_path, captured):
     assert len(captured[7]["axes"]) == 2  # the trade-off plane: a panel per dataset
 
 
-def test_one_colour_per_method_in_every_figure(tmp_path, captured):
+def test_one_colour_per_method_in_every_figure(tmp_path, drawn):
     t, groups = full()
     F.make_figures(t, groups, tmp_path)
     regime_tables = syn.tables(datasets=("small", "large"), regimes={"small": ("fm", 600, 6, 1.0),
@@ -108,7 +121,7 @@ def test_one_colour_per_method_in_every_figure(tmp_path, captured):
     want = {m: matplotlib.colors.to_hex(plotting.method_colour(m)) for m in syn.METHODS}
     assert len(set(want.values())) == len(want)  # distinct, and none is a group's colour
     assert not set(want.values()) & {matplotlib.colors.to_hex(c) for c in plotting.GROUP_COLOURS.values()}
-    claim, scatter, sorted_fig, bars, change = captured[:5]
+    claim, scatter, sorted_fig, bars, change = drawn[:5]
     assert legend_colours(claim["axes"][-1]) == {plotting.display_name(m): want[m] for m in syn.METHODS if m != "erm"}
     assert legend_colours(sorted_fig["axes"][-1]) == {plotting.display_name(m): c for m, c in want.items()}
     assert legend_colours(bars["axes"][-1]) == {plotting.display_name(m): c for m, c in want.items()}
@@ -116,12 +129,12 @@ def test_one_colour_per_method_in_every_figure(tmp_path, captured):
     for ax in scatter["axes"] + change["axes"]:  # a panel per method, titled by it
         method = ax.get_title().split(": ")[1].split("\n")[0].split(" − ")[0]
         method = by_name.get(method, method)
-        drawn = {matplotlib.colors.to_hex(c) for coll in ax.collections for c in coll.get_facecolors()}
-        drawn |= {matplotlib.colors.to_hex(line.get_color()) for line in ax.get_lines()[:1]}
-        assert drawn == {want[method]}, ax.get_title()
-    regime_legend = legend_colours(captured[-1]["axes"][-1])
+        colours = {matplotlib.colors.to_hex(c) for coll in ax.collections for c in coll.get_facecolors()}
+        colours |= {matplotlib.colors.to_hex(line.get_color()) for line in ax.get_lines()[:1]}
+        assert colours == {want[method]}, ax.get_title()
+    regime_legend = legend_colours(drawn[-1]["axes"][-1])
     assert regime_legend == {plotting.display_name(m): want[m] for m in regimes.METHODS}
-    tradeoff_legend = legend_colours(captured[7]["axes"][-1])  # the trade-off plane names methods for readers
+    tradeoff_legend = legend_colours(drawn[7]["axes"][-1])  # the trade-off plane names methods for readers
     assert tradeoff_legend == {plotting.display_name(m): want[m] for m in syn.METHODS if m != "erm"}
 
 
@@ -268,14 +281,14 @@ def test_sweeps_are_on_log_axes_with_the_swept_values_as_ticks(tmp_path, capture
     assert (lam.get_xlabel(), c_bar.get_xlabel()) == (r"$\lambda$", r"$\bar{c}$")
 
 
-def test_figures_use_the_papers_symbols(tmp_path, captured):
+def test_figures_use_the_papers_symbols(tmp_path, drawn):
     t, groups = full()
     F.make_figures(t, groups, tmp_path)
     plain = re.compile(r"gamma|\ba_k\b|c_bar|\blam\b|mu_k|s_k")
-    for fig in captured:
+    for fig in drawn:
         outside_math = [re.sub(r"\$[^$]*\$", "", s) for s in fig["strings"]]
         assert not [s for s in outside_math if plain.search(s)], fig["titles"]
-    labels = {s for fig in captured for s in fig["strings"]}
+    labels = {s for fig in drawn for s in fig["strings"]}
     assert {r"$\gamma_k$", r"$a_k$ of ERM's training features", r"$\bar{c}$", r"$\lambda$"} <= labels
 
 
