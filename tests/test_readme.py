@@ -6,7 +6,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from mr2.results.readme import readme_blocks, report_figure, report_sections, snapshot_markdown, update_readme
+from mr2.results.readme import (fill_block, readme_blocks, report_figure, report_sections, require_block,
+                               snapshot_markdown, update_readme)
 from mr2.results.tables import write_results_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,6 +163,64 @@ def test_update_readme_fills_one_block_and_keeps_the_rest(tmp_path):
                        (outside.stem, "not a file beside the report")]:
         with pytest.raises((ValueError, FileNotFoundError), match=error):
             update_readme(tables, "x", readme, tmp_path, figures=[bad])
+
+
+def test_blocks_sections_and_captions_at_their_edges(tmp_path):
+    text = "a\n<!-- results:x -->\nold\n<!-- /results:x -->\nz\n"
+    assert fill_block(text, "x", "new", "results") == "a\n<!-- results:x -->\nnew\n<!-- /results:x -->\nz\n"
+    for half in ("a\n<!-- results:x -->\nz\n", "a\n<!-- /results:x -->\nz\n"):  # one marker of the two
+        with pytest.raises(ValueError, match="no block <!-- results:x --> ... <!-- /results:x -->"):
+            require_block(half, "x", "results")
+    with pytest.raises(ValueError, match="no section 'P', 'Q'"):
+        report_sections(REPORT, ["P", "Q"])
+    # a section that held only a figure, followed by a top-level heading, leaves no heading behind
+    assert report_sections("## A\n\n![x](x.png)\n\n# B\n\ntext\n", ["A", "B"]) == "**B**\n\ntext"
+    # a caption ends at a heading or another image even without a blank line before it
+    assert report_figure("![a](a.png)\ncap\n## H\n", "a") == ("a.png", "cap")
+    assert report_figure("![a](a.png)\ncap\n![b](b.png)\n", "a") == ("a.png", "cap")
+    table = pd.DataFrame([{"dataset": "d", "method": "erm", "variant": "default", "n_seeds": 2, "n_paired": 0,
+                           "all_mean": 81.25, "all_std": 0.5, "all_diff": float("nan"), "all_diff_lo": float("nan"),
+                           "all_diff_hi": float("nan")}])
+    table.to_csv(tmp_path / "r.csv", index=False)
+    assert "Δ: difference to ldam (default)" in snapshot_markdown(tmp_path / "r.csv", reference="ldam")
+
+
+def test_update_readme_defaults_errors_stale_files_and_settings(tmp_path, monkeypatch):
+    tables = tmp_path / "run" / "tables"
+    tables.mkdir(parents=True)
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- results:x -->\n<!-- /results:x -->\n<!-- excerpt:x -->\n<!-- /excerpt:x -->\n")
+    with pytest.raises(FileNotFoundError, match=rf"{tables / 'results.csv'}, {tables / 'results.md'} not found"):
+        update_readme(tables, "x", readme, tmp_path)
+    with pytest.raises(ValueError, match=r"snapshot name '\.\./x'"):
+        update_readme(tables, "../x", readme, tmp_path)
+    with pytest.raises(ValueError, match=r"figure 'a b'"):
+        update_readme(tables, "x", readme, tmp_path, figures=["a b"])
+    table = pd.DataFrame([{"dataset": "d", "method": "erm", "variant": "default", "n_seeds": 2, "n_paired": 0,
+                           "all_mean": 81.25, "all_std": 0.5, "all_diff": float("nan"), "all_diff_lo": float("nan"),
+                           "all_diff_hi": float("nan")}])
+    write_results_table(table, tables / "results.csv", tables / "results.md")
+    with pytest.raises(FileNotFoundError, match=r"report.md not found: the run's report holds the sections \['A'\] "
+                                                r"and figures \[\]"):
+        update_readme(tables, "x", readme, tmp_path, sections=["A"])
+    # a report named explicitly is read from there, not from beside the tables
+    (tmp_path / "elsewhere.md").write_text("## A\n\nfrom elsewhere\n")
+    update_readme(tables, "x", readme, tmp_path, sections=["A"], report=tmp_path / "elsewhere.md")
+    assert readme_blocks(readme.read_text(), "excerpt")["x"] == "**A**\n\nfrom elsewhere"
+    # settings keep their text as written ("None", "NA" are values, not missing) and gain the config
+    pd.DataFrame({"dataset": ["d"], "cap": ["None"], "model": ["NA"]}).to_csv(tables / "settings.csv", index=False)
+    (tables / "comparisons.csv").write_text("dataset\nd\n")
+    folder = update_readme(tables, "x", readme, tmp_path, config="config/x.yaml")
+    assert (folder / "settings.csv").read_text().splitlines() == ["dataset,cap,model,config", "d,None,NA,config/x.yaml"]
+    assert (folder / "comparisons.csv").is_file()
+    # a later snapshot of a run without comparisons drops the stale copy; by default the README and
+    # the snapshots are those of the current folder, and the config is the snapshot's name
+    (tables / "comparisons.csv").unlink()
+    monkeypatch.chdir(tmp_path)
+    assert update_readme(tables, "x") == Path("docs") / "results" / "x"
+    assert not (folder / "comparisons.csv").exists() and (folder / "results.csv").is_file()
+    assert (folder / "settings.csv").read_text().splitlines()[1] == "d,None,NA,x"
+    assert readme_blocks(readme.read_text())["x"] == (folder / "results.md").read_text().strip("\n")
 
 
 def test_the_own_loop_snippet_runs_as_written():

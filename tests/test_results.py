@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from pathlib import Path
@@ -202,7 +203,7 @@ def test_results_folder_resolves_from_the_repository_root(tmp_path, monkeypatch)
     (tmp_path / "results").rmdir()
     with pytest.raises(FileNotFoundError, match=f"missing results folder {tmp_path / 'results'}"):
         R.results_folder()
-    with pytest.raises(FileNotFoundError, match="no repository root"):
+    with pytest.raises(FileNotFoundError, match="no repository root .*; set MR2_RESULTS to the pipeline's results"):
         R.results_folder(start="/")
 
 
@@ -393,6 +394,35 @@ def test_the_html_page_scrolls_wide_tables_and_shows_figures_at_one_scale(tmp_pa
     assert '<div class="scroll"><table>' in page and "white-space:nowrap" in page
     widths = [int(w) for w in re.findall(r'<div class="scroll"><img [^>]*width="(\d+)"', page)]
     assert widths == [round(3.0 * 96), round(12.0 * 96)]
+
+
+def png_bytes(width: int, signature: bytes = b"\x89PNG\r\n\x1a\n", chunk: bytes = b"IHDR", tail: int = 9) -> bytes:
+    """A PNG's first bytes written by hand: signature, IHDR length, type, width and height (big-endian)."""
+    return signature + (13).to_bytes(4, "big") + chunk + width.to_bytes(4, "big") + (7).to_bytes(4, "big") + bytes(tail)
+
+
+def test_png_width_reads_the_ihdr_chunk_and_refuses_what_is_not_a_png():
+    from mr2.results.html import png_width
+
+    wide = 0x01020304  # every byte of the width differs: the order and all four bytes count
+    assert png_width(png_bytes(wide)) == 16909060
+    assert png_width(png_bytes(640, tail=0)) == 640  # 24 bytes: exactly signature, length, type, width, height
+    assert png_width(png_bytes(640)[:23]) is None  # cut short of the height
+    assert png_width(png_bytes(640, chunk=b"IDAT")) is None  # a PNG whose first chunk is not its header
+    assert png_width(png_bytes(640, signature=b"\x89PNG\r\n\x1a\x00")) is None  # IHDR in place, signature not
+    assert png_width(b"") is None
+
+
+def test_the_html_page_has_its_title_and_leaves_a_non_png_image_without_a_width(tmp_path):
+    from mr2.results.html import report_html, write_report_html
+
+    data = b"GIF89a not a png at all, but long enough to have 24 bytes"
+    (tmp_path / "f.png").write_bytes(data)
+    page = report_html("# R\n\n![f](f.png)\n", tmp_path)
+    assert "<title>MR² replication report</title>" in page
+    assert re.findall(r"<img [^>]*>", page) == [f'<img alt="f" src="data:image/png;base64,{base64.b64encode(data).decode()}" />']
+    write_report_html("# R\n\n![f](f.png)\n", tmp_path, tmp_path / "out" / "r.html")
+    assert (tmp_path / "out" / "r.html").read_text(encoding="utf-8") == page
 
 
 # ----------------------------------------------------------------------------- pairing by seed, the claim's parts

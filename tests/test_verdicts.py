@@ -4,6 +4,7 @@ tidy table of paired comparisons against hand computations on a three-class tabl
 medium, one hard class), the decision rules of the verdict table, the trade-off figure."""
 
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -379,6 +380,30 @@ def test_every_baseline_gets_a_sentence_and_a_wide_one_reads_underpowered():
     assert "MR² against it: hard classes" in ldam and f"easy classes {easy.mean():+.1f} points" in ldam.split("MR² against it")[1]
     d = by_hand(pc, "dro", "erm", 2)
     assert S.minimum_detectable_effect(d.std(ddof=1), len(d)) > 1.0 and "(underpowered)" in dro
+
+
+def test_mr2_against_a_baseline_only_where_both_ran_on_common_seeds():
+    from mr2.results.report import mr2_against
+
+    pc = three_class({"mr2": (0.0, 0.0, 0.03), "mr2_nrl": (0.0, 0.0, 0.01), "ldam": (-0.03, 0.0, 0.03)})
+    per_run = G.run_group_accuracy(pc, G.difficulty_table(pc))
+    line = mr2_against(per_run, "d", "ldam")
+    number = r"[+-]\d+\.\d points \[95 % CI [+-]\d+\.\d, [+-]\d+\.\d; MDE \d+\.\d\]"
+    assert re.fullmatch(rf" MR² against it: hard classes {number} \([a-z ]+\); easy classes {number} \([a-z ]+\)\.", line)
+    assert f"easy classes {by_hand(pc, 'mr2', 'ldam', 0).mean():+.1f} points" in line
+    assert mr2_against(per_run, "d", "mr2_nrl") == ""  # MR²'s own family: no "against it"
+    assert mr2_against(per_run[per_run["method"] != "mr2"], "d", "ldam") == ""  # no MR² in the dataset
+    shifted = per_run.assign(seed=per_run["seed"] + 10 * (per_run["method"] == "ldam"))
+    assert mr2_against(shifted, "d", "ldam") == ""  # no seed in common
+
+
+def test_a_word_without_a_phrase_is_named_in_the_trade_off():
+    from mr2.results.report import trade_off_kind
+
+    assert trade_off_kind("higher", "lower").startswith("trades easy for hard")
+    assert trade_off_kind("lower", "higher") == "lowers hard classes; it raises easy classes"
+    assert trade_off_kind("odd", "lower") == "leaves its change in hard classes odd; it lowers easy classes"
+    assert trade_off_kind("higher", "odd") == "raises hard classes; it leaves its change in easy classes odd"
 
 
 def test_the_tradeoff_points_are_the_paired_differences(tmp_path):

@@ -34,7 +34,7 @@ import seaborn as sns
 from ..common.runs import DEFAULT_VARIANT, RUN_KEYS, run_label
 from .groups import class_names, run_group_accuracy
 from .plotting import (GROUP_COLOURS, GROUP_ORDER, _empty_panel, _one_legend, _panels, class_axis, class_axis_width,
-                       PANEL_SIZE, display_name, end_labels, method_colour, method_palette, name_points, placeholder, plain_symbol, plt,
+                       PANEL_SIZE, display_name, end_labels, method_colour, name_points, placeholder, plt,
                        save_figure, symbol, value_ticks)
 from .claim_figures import claim_table, plot_claim
 from .regimes import plot_regimes, regime_table

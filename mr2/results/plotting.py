@@ -50,16 +50,6 @@ CLASS_WIDTH = 0.18  # inches per class on a class-name axis
 ANNOTATE_MAX = 20  # name the points of a scatter of classes up to this many classes
 
 
-#: the same symbols as plain Unicode (titles that also hold other text)
-PLAIN_SYMBOLS = {"gamma": "γ_k", "a": "a_k", "mean_sq_norm": "‖μ̂_k‖²", "spread": "‖ŝ_k‖² (spread)", "c_bar": "c̄",
-                 "lam": "λ", "a_p3": "a_k (L3)", "a_p5": "a_k (L5)"}
-
-
-def plain_symbol(name: str) -> str:
-    """The paper's symbol as Unicode (``spread`` -> ‖ŝ_k‖² (spread)); the name itself otherwise."""
-    return PLAIN_SYMBOLS.get(name, name)
-
-
 def symbol(name: str) -> str:
     """The paper's symbol of a table's statistic or option (``gamma`` -> γ_k); the name itself otherwise."""
     return MATH_SYMBOLS.get(name, name)
@@ -78,12 +68,6 @@ def method_colour(method: str, variant: str = DEFAULT_VARIANT) -> str:
         return METHOD_COLOURS[method]
     key = method if variant == DEFAULT_VARIANT else run_label(method, variant)
     return FALLBACK_COLOURS[zlib.crc32(key.encode()) % len(FALLBACK_COLOURS)]
-
-
-def method_palette(frame) -> dict[str, str]:
-    """``run_label`` -> colour for every (method, variant) pair of ``frame`` (a hue palette)."""
-    pairs = frame[["method", "variant"]].drop_duplicates()
-    return {run_label(m, v): method_colour(m, v) for m, v in zip(pairs["method"], pairs["variant"])}
 
 
 def literal_where_math_fails(fig: plt.Figure) -> None:

@@ -40,7 +40,8 @@ SNAPSHOTS = Path("docs") / "results"
 REQUIRED, OPTIONAL = ("results.csv", "results.md"), ("comparisons.csv", "settings.csv")
 
 
-def markers(name: str, kind: str = "results") -> tuple[str, str]:
+def markers(name: str, kind: str) -> tuple[str, str]:
+    """The begin and end markers of the README's block ``kind:name``."""
     return f"<!-- {kind}:{name} -->", f"<!-- /{kind}:{name} -->"
 
 
