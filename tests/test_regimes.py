@@ -8,6 +8,7 @@ from pathlib import Path
 
 import matplotlib.colors
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -155,3 +156,18 @@ def test_report_has_the_regime_section_only_with_regimes(tmp_path):
     single = rd.tables()
     single["groups"] = difficulty_table(single["per_class"])
     assert "## Training regime" not in report(single)
+
+
+def test_regime_markdown_has_a_row_per_data_regime_and_method_in_the_tables_order():
+    """Rows in the order of the table (here methods not in alphabetical order), a column per metric,
+    n/a for a metric the table does not hold."""
+    rows = [{"data_name": "fm", "order": 0, "regime": "600/class × 6 ep", "method": method, "metric": metric,
+             "diff": diff, "diff_lo": diff - 1.0, "diff_hi": diff + 1.0, "n_paired": 3}
+            for method, diff in (("mr2", 2.0), ("ldam", -1.5)) for metric in ("hard", "easy")]
+    lines = regimes.regime_markdown(pd.DataFrame(rows)).splitlines()
+    assert regimes.METRICS == ("all", "hard", "worst")
+    assert lines[:2] == ["| Data | Regime | Method | Δ All | Δ Hard | Δ Worst class |", "|---|---|---|---:|---:|---:|"]
+    cells = {"hard": {"mr2": "+2.0 [+1.0, +3.0]", "ldam": "-1.5 [-2.5, -0.5]"},
+             "easy": {"mr2": "+2.0 [+1.0, +3.0]", "ldam": "-1.5 [-2.5, -0.5]"}}
+    assert lines[2:] == [f"| fm | 600/class × 6 ep | {m} | " + " | ".join(cells.get(x, {}).get(m, "n/a") for x in regimes.METRICS)
+                         + " |" for m in ("mr2", "ldam")]

@@ -396,6 +396,22 @@ def test_the_html_page_scrolls_wide_tables_and_shows_figures_at_one_scale(tmp_pa
     assert widths == [round(3.0 * 96), round(12.0 * 96)]
 
 
+def test_markdown_cells_at_another_precision_and_reference(tmp_path):
+    """``digits`` reaches every cell (means, differences) and a one-seed pair still says its seed
+    count; write_results_table passes its options on to the Markdown; a missing mean reads n/a."""
+    row = {"dataset": "d", "variant": "default", "hard_mean": 70.125, "hard_std": 0.25}
+    table = pd.DataFrame([{**row, "method": "base", "n_seeds": 2, "n_paired": 0, "hard_diff": math.nan,
+                           "hard_diff_lo": math.nan, "hard_diff_hi": math.nan},
+                          {**row, "method": "mr2", "n_seeds": 1, "n_paired": 1, "hard_diff": 0.5,
+                           "hard_diff_lo": math.nan, "hard_diff_hi": math.nan}])
+    R.write_results_table(table, tmp_path / "r.csv", tmp_path / "r.md", reference="base", digits=2)
+    lines = (tmp_path / "r.md").read_text().splitlines()
+    assert lines[2] == "| d | base | default | 2 | 70.12 ± 0.25 | reference |"  # 70.125 rounds half to even
+    assert lines[3] == "| d | mr2 | default | 1 | 70.12 ± 0.25 | +0.50 [no CI: 1 seed] |"
+    assert "Δ: difference to base (default)" in lines[5]
+    assert R.format_mean_std(math.nan, 0.5) == "n/a" and R.format_mean_std(71.84, math.nan) == "71.8 (1 seed)"
+
+
 def png_bytes(width: int, signature: bytes = b"\x89PNG\r\n\x1a\n", chunk: bytes = b"IHDR", tail: int = 9) -> bytes:
     """A PNG's first bytes written by hand: signature, IHDR length, type, width and height (big-endian)."""
     return signature + (13).to_bytes(4, "big") + chunk + width.to_bytes(4, "big") + (7).to_bytes(4, "big") + bytes(tail)

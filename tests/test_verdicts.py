@@ -320,6 +320,26 @@ def test_snapshot_verdicts_read_every_snapshot_folder_in_order(tmp_path):
     assert V.snapshot_verdicts(empty).empty
 
 
+def test_snapshot_verdicts_take_the_reference_from_the_first_row_of_the_results(tmp_path):
+    """A snapshot whose reference is another method (``base``, first in results.csv) gets the same
+    verdicts as the same numbers with ERM as the reference."""
+    pc = three_class({"mr2": (0.0, 0.0, 0.06), "mr2_uniform": (0.0, 0.0, 0.0), "ldam": (-0.03, 0.0, 0.03)},
+                     noise=0.004)
+    tables = write_snapshot(tmp_path / "x", pc)
+    root = tmp_path / "snapshots"
+    shutil.copytree(tables, root / "erm")
+    shutil.copytree(tables, root / "renamed")
+    for file, columns in (("results.csv", ["method"]), ("comparisons.csv", ["method", "against"])):
+        frame = pd.read_csv(tables / file)
+        frame[columns] = frame[columns].replace("erm", "base")
+        frame.to_csv(root / "renamed" / file, index=False)
+    assert pd.read_csv(root / "renamed" / "results.csv")["method"].iloc[0] == "base"
+    table = V.snapshot_verdicts(root).set_index("snapshot")
+    parts = [c for part in V.PARTS for c in (part, f"{part}_detail")]
+    assert table.loc["renamed", parts].tolist() == table.loc["erm", parts].tolist()
+    assert table.loc["renamed", "hard_up"] == "supported"
+
+
 def test_update_verdicts_replaces_the_first_block_and_keeps_everything_else(tmp_path):
     pc = three_class({"mr2": (0.0, 0.0, 0.06)}, noise=0.004)
     root = tmp_path / "snapshots"
