@@ -93,10 +93,13 @@ def longtail_markdown(per_run: pd.DataFrame, dataset: str, reference: str) -> li
     for method, runs in frame.groupby("method", sort=False):
         cells = [method, str(len(runs))]
         cells += [format_mean_std(runs[m].mean() * 100, runs[m].std(ddof=1) * 100) for m in LT_METRICS]
-        for m in LT_METRICS:
-            d = None if method == reference else paired(per_run, dataset, method, reference, m)
-            cells.append("reference" if method == reference else "n/a" if d is None else
-                         format_difference(d["diff"], d["diff_lo"], d["diff_hi"], d["n_paired"]))
+        if method == reference:
+            cells += ["reference"] * len(LT_METRICS)
+        else:
+            for m in LT_METRICS:
+                d = paired(per_run, dataset, method, reference, m)
+                cells.append("n/a" if d is None else format_difference(d["diff"], d["diff_lo"], d["diff_hi"],
+                                                                         d["n_paired"]))
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
