@@ -257,6 +257,130 @@ def test_one_seed_gives_no_interval(tmp_path):
     assert "no interval" in premise_text.format_rho(link1)
 
 
+# ----------------------------------------------------------------------------- the sentences on hand-built tables
+def rho_row(dataset, method, x, y, mean, lo=math.nan, hi=math.nan, n=3, variant="default", source="final", epoch=None):
+    """One row of correlation_summary (n = n_defined; n = 0: ρ undefined, its mean NaN)."""
+    return {"dataset": dataset, "method": method, "variant": variant, "source": source, "epoch": epoch,
+            "x": x, "y": y, "n_seeds": 3, "n_defined": n, "rho_mean": mean, "rho_lo": lo, "rho_hi": hi}
+
+
+def share_rows(dataset, m, s, share, method="erm", variant="default", p=2):
+    """decomposition_summary rows, one per class: ‖μ̂_k‖², ‖ŝ_k‖² and ‖μ̂_k‖²'s share of a_k."""
+    return [{"dataset": dataset, "method": method, "variant": variant, "p": p, "class": k, "mean_sq_norm": mk,
+             "spread": sk, "a": mk + sk, "mean_share": hk, "spread_share": 1 - hk}
+            for k, (mk, sk, hk) in enumerate(zip(m, s, share))]
+
+
+def hand_analysis():
+    """Three datasets. A: every link measured, a_k follows ‖μ̂_k‖², running ρ over five epochs given
+    out of order (one without an interval, one with its lower end exactly 0, one undefined); B: a
+    tie between the parts and ‖μ̂_k‖²'s coefficient of variation exactly EQUAL_CV; C: only a_k's
+    parts, one undefined and one missing. Decoys of another dataset, method, variant, y and p."""
+    corr = [
+        rho_row("A", "erm", "erm_error", "a", 0.62, 0.25, 0.99),
+        rho_row("A", "erm", "erm_error", "mean_sq_norm", math.nan, n=0),
+        rho_row("A", "erm", "erm_error", "spread", 0.55, n=2),
+        rho_row("A", "erm", "erm_error", "a_p3", 0.40, -0.10, 0.90),
+        rho_row("A", "erm", "erm_error", "a_p5", 0.30, 0.05, 0.55),
+        rho_row("A", "erm", "erm_error", "test_a", 0.45, 0.15, 0.75),
+        rho_row("A", "erm", "a", "mean_sq_norm", 0.80, 0.60, 1.00),
+        rho_row("A", "erm", "a", "spread", 0.30, -0.20, 0.80),
+        rho_row("A", "mr2", "erm_error", "gamma", 0.50, 0.10, 0.90),
+        rho_row("A", "mr2", "gamma", "change", 0.20, -0.40, 0.80),
+        rho_row("A", "mr2", "erm_error_other_seeds", "change", 0.35, 0.05, 0.65),
+        rho_row("A", "mr2", "erm_error", "gamma", -0.30, -0.60, -0.05, variant="statistic=spread"),
+        # the running ρ, out of order: epoch 3 has no interval, epoch 2's ends at exactly 0, 6 undefined
+        *[rho_row("A", "mr2", "erm_error", "gamma", m, lo, 0.9, n, source="epoch", epoch=e)
+          for e, m, lo, n in ((3, 0.60, math.nan, 2), (5, 0.80, 0.35, 3), (1, 0.10, -0.30, 3),
+                              (6, math.nan, math.nan, 0), (4, 0.70, 0.20, 3), (2, 0.40, 0.0, 3))],
+        # decoys: another variant, method and y, each with a later epoch whose interval is above 0
+        rho_row("A", "mr2", "erm_error", "gamma", 0.99, 0.90, 1.0, variant="statistic=spread", source="epoch", epoch=7),
+        rho_row("A", "mr2_uniform", "erm_error", "gamma", 0.97, 0.90, 1.0, source="epoch", epoch=8),
+        rho_row("A", "mr2", "erm_error", "a", 0.95, 0.90, 1.0, source="epoch", epoch=9),
+        rho_row("B", "erm", "erm_error", "a", -0.40, -0.70, -0.10),
+        rho_row("B", "erm", "a", "mean_sq_norm", 0.50, 0.20, 0.80),
+        rho_row("B", "erm", "a", "spread", 0.50, 0.10, 0.90),
+        rho_row("B", "mr2", "erm_error", "gamma", 0.10, -0.95, 0.98),
+        rho_row("B", "mr2", "gamma", "change", -0.50, -0.80, -0.20),
+        rho_row("B", "mr2", "erm_error", "gamma", -0.20, -0.50, 0.10, source="epoch", epoch=1),
+        rho_row("B", "mr2", "erm_error", "gamma", 0.10, -0.40, 0.60, source="epoch", epoch=2),
+        rho_row("C", "erm", "a", "mean_sq_norm", math.nan, n=0),
+    ]
+    summary = pd.DataFrame(corr)
+    summary["epoch"] = summary["epoch"].astype("Int64")
+    dec = pd.DataFrame(
+        share_rows("A", [9, 10, 11], [6, 4, 1], [0.6, 0.7, 0.9])
+        + share_rows("A", [1, 5, 20], [9, 5, 1], [0.1, 0.2, 0.3], method="mr2")  # decoy: another method
+        + share_rows("A", [1, 2, 30], [9, 2, 1], [0.05, 0.5, 0.95], p=3)  # decoy: L3
+        + share_rows("B", [9, 11], [1, 3], [0.9, 0.8])
+        + share_rows("C", [2, 2, 2], [1, 2, 3], [0.67, 0.5, 0.4]))
+    return {"correlation_summary": summary, "decomposition_summary": dec}
+
+
+UNDEFINED = "undefined (fewer than 3 classes, or one side is constant across classes)"
+LINK3 = "- **Link 3, larger margins bring larger gains** (per-class accuracy change of mr2 over ERM, same seed): "
+LINK1 = "- **Link 1, hard classes vary more** (ERM's training features): ρ(ERM error, a_k) = "
+LINK2 = "- **Link 2, harder classes get larger margins** (mr2's final γ_k): ρ(ERM error, γ_k) = "
+RUNNING = "  During training (running statistics), ρ(ERM error, γ_k) goes from "
+
+
+def test_premise_findings_on_hand_built_tables():
+    """Every sentence for the defaults (reference erm, method mr2) at a 90 % level, worked by hand."""
+    lines = premise_text.premise_findings(hand_analysis(), level=0.9)
+    assert lines == [
+        "### A", "",
+        # the rows of ERM's default variant, final, x = erm_error: a_k, its parts, L3, L5, the test features
+        LINK1 + "+0.62 [90 % CI +0.25, +0.99; 3 seeds] — **holds**. By part and norm: "
+        f"‖μ̂_k‖²: {UNDEFINED}; ‖ŝ_k‖²: +0.55 [no interval: 2 seeds, fewer than 3 distinct values]; "
+        "a_k (L3): +0.40 [90 % CI -0.10, +0.90; 3 seeds]; a_k (L5): +0.30 [90 % CI +0.05, +0.55; 3 seeds]; "
+        "a_k of the test features: +0.45 [90 % CI +0.15, +0.75; 3 seeds].",
+        # ERM's L2 shares 0.6, 0.7, 0.9; ‖μ̂_k‖² = 9, 10, 11: sd (n) √(2/3) = 0.816 over 10 = 0.08 < 0.1;
+        # ‖ŝ_k‖² = 6, 4, 1: sd √(38/9) = 2.055 over 11/3 = 0.56; 0.80 > 0.30: a_k follows ‖μ̂_k‖²
+        "- What a_k measures: ‖μ̂_k‖² makes up 70 % of a_k (median over classes; 60–90 %). Across classes "
+        "‖μ̂_k‖² varies with a coefficient of variation of 0.08 and ‖ŝ_k‖² with 0.56 — the mean's norm is "
+        "roughly equal across classes. The ranking of a_k follows ‖μ̂_k‖² more (ρ(a_k, ‖μ̂_k‖²) = "
+        "+0.80 [90 % CI +0.60, +1.00; 3 seeds]; ρ(a_k, ‖ŝ_k‖²) = +0.30 [90 % CI -0.20, +0.80; 3 seeds]).",
+        LINK2 + "+0.50 [90 % CI +0.10, +0.90; 3 seeds] — **holds**.",
+        # epochs 1–5 in order (6 undefined, decoys 7–9 left out); above 0: 4 and 5 (not 2 at exactly 0, not 3)
+        RUNNING + "+0.10 after epoch 1 to +0.80 after epoch 5; its interval is above 0 after 2 of 5 epochs "
+        "(first after epoch 4).",
+        LINK3 + "ρ(γ_k, change) = +0.20 [90 % CI -0.40, +0.80; 3 seeds] — **not shown**; ρ(ERM error on the "
+        "other seeds, change) = +0.35 [90 % CI +0.05, +0.65; 3 seeds] (gains go to hard classes).",
+        "- **Chain**: link 1 holds; link 2 holds; link 3 not shown. The chain is not established on this "
+        "dataset: link 3 is not shown to hold.",
+        "- *Exploratory (ours, not the paper's)* `mr2` with `statistic=spread`: ρ(ERM error, γ_k) = "
+        "-0.30 [90 % CI -0.60, -0.05; 3 seeds] — link 2 **reversed**; ρ(γ_k, change) = not measured — "
+        "link 3 **undetermined**.",
+        "",
+        "### B", "",
+        LINK1 + "-0.40 [90 % CI -0.70, -0.10; 3 seeds] — **reversed**. By part and norm: ‖μ̂_k‖²: not measured; "
+        "‖ŝ_k‖²: not measured; a_k (L3): not measured; a_k (L5): not measured; a_k of the test features: not measured.",
+        # shares 0.9, 0.8: median 0.85; ‖μ̂_k‖² = 9, 11: sd 1 over 10 = exactly EQUAL_CV, not below it;
+        # ‖ŝ_k‖² = 1, 3: 1 over 2; a tie of the parts' ρ goes to ‖ŝ_k‖²
+        "- What a_k measures: ‖μ̂_k‖² makes up 85 % of a_k (median over classes; 80–90 %). Across classes "
+        "‖μ̂_k‖² varies with a coefficient of variation of 0.10 and ‖ŝ_k‖² with 0.50 — the mean's norm is not "
+        "equal across classes. The ranking of a_k follows ‖ŝ_k‖² more (ρ(a_k, ‖μ̂_k‖²) = "
+        "+0.50 [90 % CI +0.20, +0.80; 3 seeds]; ρ(a_k, ‖ŝ_k‖²) = +0.50 [90 % CI +0.10, +0.90; 3 seeds]).",
+        LINK2 + "+0.10 [90 % CI -0.95, +0.98; 3 seeds] — **uninformative**.",
+        RUNNING + "-0.20 after epoch 1 to +0.10 after epoch 2; its interval is above 0 after none of the 2 epochs.",
+        LINK3 + "ρ(γ_k, change) = -0.50 [90 % CI -0.80, -0.20; 3 seeds] — **reversed**; ρ(ERM error on the "
+        "other seeds, change) = not measured (no clear shift of gains to hard classes).",
+        "- **Chain**: link 1 reversed; link 2 uninformative; link 3 reversed. The chain is not established on "
+        "this dataset: links 1, 2 and 3 are not shown to hold.",
+        "",
+        "### C", "",
+        LINK1 + "not measured — **undetermined**. By part and norm: ‖μ̂_k‖²: not measured; ‖ŝ_k‖²: not measured; "
+        "a_k (L3): not measured; a_k (L5): not measured; a_k of the test features: not measured.",
+        # ‖μ̂_k‖² constant: 0.00; ‖ŝ_k‖² = 1, 2, 3: √(2/3) over 2 = 0.41; one part's ρ undefined, the
+        # other's missing: which part a_k follows is undetermined; no MR² rows: no links 2 and 3
+        "- What a_k measures: ‖μ̂_k‖² makes up 50 % of a_k (median over classes; 40–67 %). Across classes "
+        "‖μ̂_k‖² varies with a coefficient of variation of 0.00 and ‖ŝ_k‖² with 0.41 — the mean's norm is "
+        "roughly equal across classes. The ranking of a_k follows undetermined more (ρ(a_k, ‖μ̂_k‖²) = "
+        f"{UNDEFINED}; ρ(a_k, ‖ŝ_k‖²) = not measured).",
+        "",
+    ]
+
+
 def test_cli_writes_the_analysis(tmp_path):
     t = synthetic()
     write_tables(t, tmp_path / "tables")
