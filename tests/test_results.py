@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import math
 import re
 from pathlib import Path
@@ -70,6 +71,37 @@ def test_aggregate_errors_name_the_problem(tmp_path):
         R.aggregate([other])
     with pytest.raises(ValueError, match="no run directories"):
         R.aggregate([])
+
+
+def test_read_run_edges_flatten_and_keys_beside_any_index(tmp_path):
+    """Lists become JSON and empty mappings vanish; the keys line up with a frame whose index is not
+    0..n−1; a metrics.json without its config copy, a single run, another eval folder; each file
+    whose keys differ from config.yaml's is named; two runs with the same keys are both named."""
+    assert R.flatten({"a": {"b": [1, 2], "c": {}}, "d": 3}) == {"a.b": "[1, 2]", "d": 3}
+    assert R.flatten({"a": {"b": (0.5,)}}, "config.") == {"config.a.b": "[0.5]"}
+    keyed = R._with_keys(pd.DataFrame({"x": [1, 2], "method": ["old", "old"]}, index=[5, 6]), {"method": "m", "seed": 0})
+    assert keyed.to_dict("list") == {"method": ["m", "m"], "seed": [0, 0], "x": [1, 2]} and list(keyed.index) == [5, 6]
+    run = write_run(tmp_path, "fmnist", "erm", "default", 0)
+    metrics = json.loads((run / "eval" / "metrics.json").read_text())
+    del metrics["config"]
+    (run / "eval" / "metrics.json").write_text(json.dumps(metrics))
+    (run / "eval").rename(run / "eval_best")
+    t = R.aggregate([run], eval_subdir="eval_best")  # one run: its tables as they are
+    assert len(t["runs"]) == 1 and t["runs"]["run_dir"].tolist() == [str(run)] and len(t["per_class"]) == 4
+    assert t["runs"]["config.train.lr"].tolist() == [0.05] and "config" not in t["runs"]
+    metrics["seed"] = 9
+    (run / "eval_best" / "metrics.json").write_text(json.dumps(metrics))
+    with pytest.raises(ValueError, match=rf"eval_best/metrics.json: seed \['9'\] does not match {run}/config.yaml \(0\)"):
+        R.read_run(run, "eval_best")
+    metrics["seed"] = 0
+    (run / "eval_best" / "metrics.json").write_text(json.dumps(metrics))
+    table = pd.read_csv(run / "eval_best" / "per_class.csv").assign(method="mr2")
+    save_csv(table, run / "eval_best" / "per_class.csv")
+    with pytest.raises(ValueError, match=r"eval_best/per_class.csv: method \['mr2'\] does not match .*config.yaml \('erm'\)"):
+        R.read_run(run, "eval_best")
+    a, b = (write_run(tmp_path / name, "fmnist", "erm", "default", 1) for name in ("a", "b"))
+    with pytest.raises(ValueError, match=rf"same keys \(dataset=fmnist, method=erm, variant=default, seed=1\): \['{a}', '{b}'\]"):
+        R.aggregate([a, b])
 
 
 # ----------------------------------------------------------------------------- groups

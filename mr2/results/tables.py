@@ -110,7 +110,8 @@ def aggregate(run_dirs: Iterable[str | Path], eval_subdir: str = EVAL_SUBDIR) ->
     tables = {name: pd.concat([p[name] for p in parts], ignore_index=True) for name in parts[0]}
     dup = tables["runs"][tables["runs"].duplicated(RUN_KEYS, keep=False)]
     if len(dup):
-        raise ValueError(f"runs with the same keys {dict(dup.iloc[0][RUN_KEYS])}: {list(dup['run_dir'])}")
+        same = ", ".join(f"{k}={v}" for k, v in dup.iloc[0][RUN_KEYS].items())
+        raise ValueError(f"runs with the same keys ({same}): {list(dup['run_dir'])}")
     return tables
 
 
