@@ -272,10 +272,12 @@ def share_rows(dataset, m, s, share, method="erm", variant="default", p=2):
 
 
 def hand_analysis():
-    """Three datasets. A: every link measured, a_k follows ‖μ̂_k‖², running ρ over five epochs given
+    """Five datasets. A: every link measured, a_k follows ‖μ̂_k‖², running ρ over five epochs given
     out of order (one without an interval, one with its lower end exactly 0, one undefined); B: a
     tie between the parts and ‖μ̂_k‖²'s coefficient of variation exactly EQUAL_CV; C: only a_k's
-    parts, one undefined and one missing. Decoys of another dataset, method, variant, y and p."""
+    parts, one undefined and one missing; D: links 1-3 only, each holds; E: links 1 and 2 broken,
+    link 3 holds, an exploratory p=3 with both links and a c_bar=0.5 that is not exploratory.
+    Decoys of another dataset, method, variant, y and p."""
     corr = [
         rho_row("A", "erm", "erm_error", "a", 0.62, 0.25, 0.99),
         rho_row("A", "erm", "erm_error", "mean_sq_norm", math.nan, n=0),
@@ -305,6 +307,16 @@ def hand_analysis():
         rho_row("B", "mr2", "erm_error", "gamma", -0.20, -0.50, 0.10, source="epoch", epoch=1),
         rho_row("B", "mr2", "erm_error", "gamma", 0.10, -0.40, 0.60, source="epoch", epoch=2),
         rho_row("C", "erm", "a", "mean_sq_norm", math.nan, n=0),
+        rho_row("D", "erm", "erm_error", "a", 0.70, 0.40, 1.00),
+        rho_row("D", "mr2", "erm_error", "gamma", 0.60, 0.30, 0.90),
+        rho_row("D", "mr2", "gamma", "change", 0.40, 0.10, 0.70),
+        rho_row("E", "erm", "erm_error", "a", 0.20, -0.30, 0.70),
+        rho_row("E", "mr2", "erm_error", "gamma", 0.50, n=2),
+        rho_row("E", "mr2", "gamma", "change", 0.30, 0.10, 0.50),
+        rho_row("E", "mr2", "erm_error_other_seeds", "change", 0.10, -0.20, 0.40),
+        rho_row("E", "mr2", "erm_error", "gamma", 0.90, 0.80, 1.00, variant="c_bar=0.5"),  # not exploratory
+        rho_row("E", "mr2", "erm_error", "gamma", 0.45, 0.15, 0.75, variant="p=3"),
+        rho_row("E", "mr2", "gamma", "change", -0.35, -0.65, -0.05, variant="p=3"),
     ]
     summary = pd.DataFrame(corr)
     summary["epoch"] = summary["epoch"].astype("Int64")
@@ -324,62 +336,141 @@ LINK2 = "- **Link 2, harder classes get larger margins** (mr2's final γ_k): ρ(
 RUNNING = "  During training (running statistics), ρ(ERM error, γ_k) goes from "
 
 
+#: premise_findings(hand_analysis(), level=0.9), worked by hand
+HAND_FINDINGS = [
+    "### A", "",
+    # the rows of ERM's default variant, final, x = erm_error: a_k, its parts, L3, L5, the test features
+    LINK1 + "+0.62 [90 % CI +0.25, +0.99; 3 seeds] — **holds**. By part and norm: "
+    f"‖μ̂_k‖²: {UNDEFINED}; ‖ŝ_k‖²: +0.55 [no interval: 2 seeds, fewer than 3 distinct values]; "
+    "a_k (L3): +0.40 [90 % CI -0.10, +0.90; 3 seeds]; a_k (L5): +0.30 [90 % CI +0.05, +0.55; 3 seeds]; "
+    "a_k of the test features: +0.45 [90 % CI +0.15, +0.75; 3 seeds].",
+    # ERM's L2 shares 0.6, 0.7, 0.9; ‖μ̂_k‖² = 9, 10, 11: sd (n) √(2/3) = 0.816 over 10 = 0.08 < 0.1;
+    # ‖ŝ_k‖² = 6, 4, 1: sd √(38/9) = 2.055 over 11/3 = 0.56; 0.80 > 0.30: a_k follows ‖μ̂_k‖²
+    "- What a_k measures: ‖μ̂_k‖² makes up 70 % of a_k (median over classes; 60–90 %). Across classes "
+    "‖μ̂_k‖² varies with a coefficient of variation of 0.08 and ‖ŝ_k‖² with 0.56 — the mean's norm is "
+    "roughly equal across classes. The ranking of a_k follows ‖μ̂_k‖² more (ρ(a_k, ‖μ̂_k‖²) = "
+    "+0.80 [90 % CI +0.60, +1.00; 3 seeds]; ρ(a_k, ‖ŝ_k‖²) = +0.30 [90 % CI -0.20, +0.80; 3 seeds]).",
+    LINK2 + "+0.50 [90 % CI +0.10, +0.90; 3 seeds] — **holds**.",
+    # epochs 1–5 in order (6 undefined, decoys 7–9 left out); above 0: 4 and 5 (not 2 at exactly 0, not 3)
+    RUNNING + "+0.10 after epoch 1 to +0.80 after epoch 5; its interval is above 0 after 2 of 5 epochs "
+    "(first after epoch 4).",
+    LINK3 + "ρ(γ_k, change) = +0.20 [90 % CI -0.40, +0.80; 3 seeds] — **not shown**; ρ(ERM error on the "
+    "other seeds, change) = +0.35 [90 % CI +0.05, +0.65; 3 seeds] (gains go to hard classes).",
+    "- **Chain**: link 1 holds; link 2 holds; link 3 not shown. The chain is not established on this "
+    "dataset: link 3 is not shown to hold.",
+    "- *Exploratory (ours, not the paper's)* `mr2` with `statistic=spread`: ρ(ERM error, γ_k) = "
+    "-0.30 [90 % CI -0.60, -0.05; 3 seeds] — link 2 **reversed**; ρ(γ_k, change) = not measured — "
+    "link 3 **undetermined**.",
+    "",
+    "### B", "",
+    LINK1 + "-0.40 [90 % CI -0.70, -0.10; 3 seeds] — **reversed**. By part and norm: ‖μ̂_k‖²: not measured; "
+    "‖ŝ_k‖²: not measured; a_k (L3): not measured; a_k (L5): not measured; a_k of the test features: not measured.",
+    # shares 0.9, 0.8: median 0.85; ‖μ̂_k‖² = 9, 11: sd 1 over 10 = exactly EQUAL_CV, not below it;
+    # ‖ŝ_k‖² = 1, 3: 1 over 2; a tie of the parts' ρ goes to ‖ŝ_k‖²
+    "- What a_k measures: ‖μ̂_k‖² makes up 85 % of a_k (median over classes; 80–90 %). Across classes "
+    "‖μ̂_k‖² varies with a coefficient of variation of 0.10 and ‖ŝ_k‖² with 0.50 — the mean's norm is not "
+    "equal across classes. The ranking of a_k follows ‖ŝ_k‖² more (ρ(a_k, ‖μ̂_k‖²) = "
+    "+0.50 [90 % CI +0.20, +0.80; 3 seeds]; ρ(a_k, ‖ŝ_k‖²) = +0.50 [90 % CI +0.10, +0.90; 3 seeds]).",
+    LINK2 + "+0.10 [90 % CI -0.95, +0.98; 3 seeds] — **uninformative**.",
+    RUNNING + "-0.20 after epoch 1 to +0.10 after epoch 2; its interval is above 0 after none of the 2 epochs.",
+    LINK3 + "ρ(γ_k, change) = -0.50 [90 % CI -0.80, -0.20; 3 seeds] — **reversed**; ρ(ERM error on the "
+    "other seeds, change) = not measured (no clear shift of gains to hard classes).",
+    "- **Chain**: link 1 reversed; link 2 uninformative; link 3 reversed. The chain is not established on "
+    "this dataset: links 1, 2 and 3 are not shown to hold.",
+    "",
+    "### C", "",
+    LINK1 + "not measured — **undetermined**. By part and norm: ‖μ̂_k‖²: not measured; ‖ŝ_k‖²: not measured; "
+    "a_k (L3): not measured; a_k (L5): not measured; a_k of the test features: not measured.",
+    # ‖μ̂_k‖² constant: 0.00; ‖ŝ_k‖² = 1, 2, 3: √(2/3) over 2 = 0.41; one part's ρ undefined, the
+    # other's missing: which part a_k follows is undetermined; no MR² rows: no links 2 and 3
+    "- What a_k measures: ‖μ̂_k‖² makes up 50 % of a_k (median over classes; 40–67 %). Across classes "
+    "‖μ̂_k‖² varies with a coefficient of variation of 0.00 and ‖ŝ_k‖² with 0.41 — the mean's norm is "
+    "roughly equal across classes. The ranking of a_k follows undetermined more (ρ(a_k, ‖μ̂_k‖²) = "
+    f"{UNDEFINED}; ρ(a_k, ‖ŝ_k‖²) = not measured).",
+    "",
+    "### D", "",
+    LINK1 + "+0.70 [90 % CI +0.40, +1.00; 3 seeds] — **holds**. By part and norm: ‖μ̂_k‖²: not measured; "
+    "‖ŝ_k‖²: not measured; a_k (L3): not measured; a_k (L5): not measured; a_k of the test features: not measured.",
+    # no decomposition rows: no "What a_k measures"; no running ρ
+    LINK2 + "+0.60 [90 % CI +0.30, +0.90; 3 seeds] — **holds**.",
+    LINK3 + "ρ(γ_k, change) = +0.40 [90 % CI +0.10, +0.70; 3 seeds] — **holds**; ρ(ERM error on the other "
+    "seeds, change) = not measured (no clear shift of gains to hard classes).",
+    "- **Chain**: link 1 holds; link 2 holds; link 3 holds. Every link holds on this dataset.",
+    "",
+    "### E", "",
+    LINK1 + "+0.20 [90 % CI -0.30, +0.70; 3 seeds] — **not shown**. By part and norm: ‖μ̂_k‖²: not measured; "
+    "‖ŝ_k‖²: not measured; a_k (L3): not measured; a_k (L5): not measured; a_k of the test features: not measured.",
+    LINK2 + "+0.50 [no interval: 2 seeds, fewer than 3 distinct values] — **undetermined**.",
+    LINK3 + "ρ(γ_k, change) = +0.30 [90 % CI +0.10, +0.50; 3 seeds] — **holds**; ρ(ERM error on the other "
+    "seeds, change) = +0.10 [90 % CI -0.20, +0.40; 3 seeds] (no clear shift of gains to hard classes).",
+    # two links broken: "links 1 and 2 are"
+    "- **Chain**: link 1 not shown; link 2 undetermined; link 3 holds. The chain is not established on this "
+    "dataset: links 1 and 2 are not shown to hold.",
+    # p=3 is exploratory, c_bar=0.5 is not
+    "- *Exploratory (ours, not the paper's)* `mr2` with `p=3`: ρ(ERM error, γ_k) = "
+    "+0.45 [90 % CI +0.15, +0.75; 3 seeds] — link 2 **holds**; ρ(γ_k, change) = "
+    "-0.35 [90 % CI -0.65, -0.05; 3 seeds] — link 3 **reversed**.",
+    "",
+]
+
+
 def test_premise_findings_on_hand_built_tables():
     """Every sentence for the defaults (reference erm, method mr2) at a 90 % level, worked by hand."""
     lines = premise_text.premise_findings(hand_analysis(), level=0.9)
+    assert lines == HAND_FINDINGS
+
+
+
+def test_premise_section_on_hand_built_tables(tmp_path):
+    """The section from tables on disk at a 90 % level: the exact introduction, the findings of
+    HAND_FINDINGS, then each figure that exists (heading, link relative to the report, caption)."""
+    analysis, captions = tmp_path / "analysis", tmp_path / "captions"
+    analysis.mkdir(), captions.mkdir()
+    for name, frame in hand_analysis().items():
+        frame.to_csv(analysis / f"{name}.csv", index=False)
+    for name in ("correlations", "decomposition", "margins"):  # not read by the section
+        (analysis / f"{name}.csv").write_text("dataset\n")
+    for name in premise_tables.FIGURE_NAMES:
+        (analysis / f"{name}.png").write_bytes(b"png")
+        (captions / f"{name}.rst").write_text(f"\nThe caption of {name}.\n", encoding="utf-8")
+    lines = premise_text.premise_section(analysis, tmp_path / "report" / "report.md", captions, level=0.9)
     assert lines == [
-        "### A", "",
-        # the rows of ERM's default variant, final, x = erm_error: a_k, its parts, L3, L5, the test features
-        LINK1 + "+0.62 [90 % CI +0.25, +0.99; 3 seeds] — **holds**. By part and norm: "
-        f"‖μ̂_k‖²: {UNDEFINED}; ‖ŝ_k‖²: +0.55 [no interval: 2 seeds, fewer than 3 distinct values]; "
-        "a_k (L3): +0.40 [90 % CI -0.10, +0.90; 3 seeds]; a_k (L5): +0.30 [90 % CI +0.05, +0.55; 3 seeds]; "
-        "a_k of the test features: +0.45 [90 % CI +0.15, +0.75; 3 seeds].",
-        # ERM's L2 shares 0.6, 0.7, 0.9; ‖μ̂_k‖² = 9, 10, 11: sd (n) √(2/3) = 0.816 over 10 = 0.08 < 0.1;
-        # ‖ŝ_k‖² = 6, 4, 1: sd √(38/9) = 2.055 over 11/3 = 0.56; 0.80 > 0.30: a_k follows ‖μ̂_k‖²
-        "- What a_k measures: ‖μ̂_k‖² makes up 70 % of a_k (median over classes; 60–90 %). Across classes "
-        "‖μ̂_k‖² varies with a coefficient of variation of 0.08 and ‖ŝ_k‖² with 0.56 — the mean's norm is "
-        "roughly equal across classes. The ranking of a_k follows ‖μ̂_k‖² more (ρ(a_k, ‖μ̂_k‖²) = "
-        "+0.80 [90 % CI +0.60, +1.00; 3 seeds]; ρ(a_k, ‖ŝ_k‖²) = +0.30 [90 % CI -0.20, +0.80; 3 seeds]).",
-        LINK2 + "+0.50 [90 % CI +0.10, +0.90; 3 seeds] — **holds**.",
-        # epochs 1–5 in order (6 undefined, decoys 7–9 left out); above 0: 4 and 5 (not 2 at exactly 0, not 3)
-        RUNNING + "+0.10 after epoch 1 to +0.80 after epoch 5; its interval is above 0 after 2 of 5 epochs "
-        "(first after epoch 4).",
-        LINK3 + "ρ(γ_k, change) = +0.20 [90 % CI -0.40, +0.80; 3 seeds] — **not shown**; ρ(ERM error on the "
-        "other seeds, change) = +0.35 [90 % CI +0.05, +0.65; 3 seeds] (gains go to hard classes).",
-        "- **Chain**: link 1 holds; link 2 holds; link 3 not shown. The chain is not established on this "
-        "dataset: link 3 is not shown to hold.",
-        "- *Exploratory (ours, not the paper's)* `mr2` with `statistic=spread`: ρ(ERM error, γ_k) = "
-        "-0.30 [90 % CI -0.60, -0.05; 3 seeds] — link 2 **reversed**; ρ(γ_k, change) = not measured — "
-        "link 3 **undetermined**.",
+        "## Does the premise hold?",
         "",
-        "### B", "",
-        LINK1 + "-0.40 [90 % CI -0.70, -0.10; 3 seeds] — **reversed**. By part and norm: ‖μ̂_k‖²: not measured; "
-        "‖ŝ_k‖²: not measured; a_k (L3): not measured; a_k (L5): not measured; a_k of the test features: not measured.",
-        # shares 0.9, 0.8: median 0.85; ‖μ̂_k‖² = 9, 11: sd 1 over 10 = exactly EQUAL_CV, not below it;
-        # ‖ŝ_k‖² = 1, 3: 1 over 2; a tie of the parts' ρ goes to ‖ŝ_k‖²
-        "- What a_k measures: ‖μ̂_k‖² makes up 85 % of a_k (median over classes; 80–90 %). Across classes "
-        "‖μ̂_k‖² varies with a coefficient of variation of 0.10 and ‖ŝ_k‖² with 0.50 — the mean's norm is not "
-        "equal across classes. The ranking of a_k follows ‖ŝ_k‖² more (ρ(a_k, ‖μ̂_k‖²) = "
-        "+0.50 [90 % CI +0.20, +0.80; 3 seeds]; ρ(a_k, ‖ŝ_k‖²) = +0.50 [90 % CI +0.10, +0.90; 3 seeds]).",
-        LINK2 + "+0.10 [90 % CI -0.95, +0.98; 3 seeds] — **uninformative**.",
-        RUNNING + "-0.20 after epoch 1 to +0.10 after epoch 2; its interval is above 0 after none of the 2 epochs.",
-        LINK3 + "ρ(γ_k, change) = -0.50 [90 % CI -0.80, -0.20; 3 seeds] — **reversed**; ρ(ERM error on the "
-        "other seeds, change) = not measured (no clear shift of gains to hard classes).",
-        "- **Chain**: link 1 reversed; link 2 uninformative; link 3 reversed. The chain is not established on "
-        "this dataset: links 1, 2 and 3 are not shown to hold.",
+        "MR²'s reasoning is a chain: (1) hard classes have larger variability a_k = ‖μ̂_k‖² + ‖ŝ_k‖²; "
+        "(2) Corollary 1 then gives them larger margins γ_k; (3) larger margins improve them. Each link is "
+        "measured by Spearman's ρ across classes, per seed, summarised as the mean with a 90 % t-interval "
+        "over seeds. Difficulty is ERM's per-class test error (mean over seeds). A link "
+        "**holds** when the interval lies above 0, is **reversed** below 0, **not shown** when it contains 0 "
+        "(**uninformative** when it is as wide as [−1, +1], as two seeds often give), and **undetermined** without "
+        "an interval. Variants marked *exploratory* are ours, not the paper's: "
+        "`statistic=spread` sets γ from ‖ŝ_k‖² alone, `p=3`/`p=5` from L_p statistics of the unnormalised "
+        "features; both keep Corollary 1's cube-root rule and mean c̄. All numbers: `results/analysis/`.",
         "",
-        "### C", "",
-        LINK1 + "not measured — **undetermined**. By part and norm: ‖μ̂_k‖²: not measured; ‖ŝ_k‖²: not measured; "
-        "a_k (L3): not measured; a_k (L5): not measured; a_k of the test features: not measured.",
-        # ‖μ̂_k‖² constant: 0.00; ‖ŝ_k‖² = 1, 2, 3: √(2/3) over 2 = 0.41; one part's ρ undefined, the
-        # other's missing: which part a_k follows is undetermined; no MR² rows: no links 2 and 3
-        "- What a_k measures: ‖μ̂_k‖² makes up 50 % of a_k (median over classes; 40–67 %). Across classes "
-        "‖μ̂_k‖² varies with a coefficient of variation of 0.00 and ‖ŝ_k‖² with 0.41 — the mean's norm is "
-        "roughly equal across classes. The ranking of a_k follows undetermined more (ρ(a_k, ‖μ̂_k‖²) = "
-        f"{UNDEFINED}; ρ(a_k, ‖ŝ_k‖²) = not measured).",
-        "",
+        *HAND_FINDINGS,
+        "### Premise decomposition", "", "![premise_decomposition](../analysis/premise_decomposition.png)", "",
+        "The caption of premise_decomposition.", "",
+        "### Premise margins", "", "![premise_margins](../analysis/premise_margins.png)", "",
+        "The caption of premise_margins.", "",
     ]
 
+
+def test_an_interval_must_be_wider_than_1e9_for_a_verdict():
+    """Width exactly 1e-9 counts as zero width (undetermined); just wider, the interval's verdict."""
+    row = {"n_defined": 3, "rho_mean": 0.0, "rho_lo": 0.0, "rho_hi": 1e-9}
+    assert premise_text.link_verdict(row) == "undetermined"
+    assert premise_text.link_verdict({**row, "rho_hi": 2e-9}) == "not shown"
+
+
+def test_label_marks_only_our_exploratory_variants():
+    """statistic=… and p=… are ours (exploratory); another option's variant is only named; an option
+    name without a value is no variant of ours."""
+    assert premise_text.label("mr2", "default") == "MR²"
+    assert premise_text.label("mr2", "statistic=spread") == "MR² (statistic=spread, exploratory)"
+    assert premise_text.label("mr2_uniform", "p=3") == "MR² uniform γ (p=3, exploratory)"
+    assert premise_text.label("mr2", "c_bar=0.5") == "MR² (c_bar=0.5)"
+    assert [premise_text.is_exploratory(v) for v in ("p=5", "statistic=spread", "statistic", "p", "c_bar=0.5")] \
+        == [True, True, False, False, False]
 
 def test_cli_writes_the_analysis(tmp_path):
     t = synthetic()
