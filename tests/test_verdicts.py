@@ -141,6 +141,27 @@ def test_comparisons_are_the_pairs_the_claim_needs_computed_by_hand():
     assert word[("ldam", "erm", "easy")] == "lower" and word[("mr2", "erm", "hard")] == "higher"
 
 
+def test_results_table_columns_row_order_and_level():
+    """Exactly the documented columns; the reference first, then default variants in order of first
+    appearance, then the other variants (a variant of the reference too); the interval at ``level``
+    is the t-interval of the per-seed differences."""
+    pc = three_class({"mr2": (0.0, 0.0, 0.06), "erm_lr": (0.0, 0.0, 0.01), "ldam": (-0.03, 0.0, 0.03)})
+    pc.loc[pc["method"] == "erm_lr", ["method", "variant"]] = ["erm", "lr=0.1"]  # a variant of the reference
+    pc = pd.concat([pc[pc["method"] == "ldam"], pc[pc["variant"] == "lr=0.1"], pc[pc["method"] == "mr2"],
+                    pc[(pc["method"] == "erm") & (pc["variant"] == "default")]], ignore_index=True)
+    table = R.results_table(pc, None, G.difficulty_table(pc), level=0.9)
+    assert list(zip(table["method"], table["variant"])) == [("erm", "default"), ("ldam", "default"),
+                                                            ("mr2", "default"), ("erm", "lr=0.1")]
+    metrics = ["all", "easy", "medium", "hard", "worst"]
+    assert list(table.columns) == ["dataset", "method", "variant", "n_seeds", "n_paired"] + [
+        f"{m}_{k}" for m in metrics for k in ("mean", "std", "diff", "diff_lo", "diff_hi", "diff_sd", "mde")]
+    assert list(table.index) == [0, 1, 2, 3] and table["n_paired"].tolist() == [4, 4, 4, 4]
+    d = by_hand(pc[pc["variant"] == "default"], "mr2", "erm", 2)  # one class per group: hard is class 2
+    half = stats.t.ppf(0.95, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    row = table.iloc[2]
+    assert (row["hard_diff_lo"], row["hard_diff_hi"]) == pytest.approx((d.mean() - half, d.mean() + half))
+
+
 def test_the_results_table_reports_the_same_mde_as_the_comparisons():
     pc = three_class({"mr2": (0.0, 0.0, 0.03)})
     groups = G.difficulty_table(pc)
