@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 import results_data as rd
-from mr2.results import figures, regimes
+from mr2.results import figures, plotting, regimes
 from mr2.results.groups import difficulty_table
 from mr2.results.plotting import method_colour
 from mr2.results.report import write_report
@@ -116,7 +116,53 @@ def test_figure_has_a_row_per_data_name_the_regimes_in_order_and_the_intervals(t
             np.testing.assert_allclose(ends, want[["diff_lo", "diff_hi"]].to_numpy())
 
 
-def test_placeholder_when_no_data_is_run_in_several_regimes(tmp_path):
+def test_figure_of_two_data_names_and_other_methods_draws_each_at_its_place(tmp_path, monkeypatch):
+    """Two data names (a row of panels each, y shared within a row), the methods asked for (one not
+    among the defaults) in their order, each dodged symmetrically about its regime's tick, its
+    points and intervals those computed here, the axis labels and one legend titled "method"."""
+    drawn, real = [], regimes.save_figure
+    monkeypatch.setattr(regimes, "save_figure", lambda fig, stem, **kw: drawn.append(fig) or real(fig, stem, **kw))
+    t = rd.tables(datasets=(*REGIMES, "dg_small"), regimes=REGIMES | {"dg_small": ("digits", 300, 4, 1.0)})
+    t["per_class"]["method"] = t["per_class"]["method"].replace({"mr2_no_rep": "ldam"})
+    t["groups"] = difficulty_table(t["per_class"])
+    methods = ("ldam", "mr2", "mr2_uniform")
+    regimes.plot_regimes(t["per_class"], t["runs"], t["groups"], tmp_path / "regimes", methods=methods)
+    (fig,) = drawn
+    rows = {"digits": {"dg_small": 0, "digits": 1}, "fashion_mnist": {"fm_short": 0, "fm_long": 1, "fm_mid": 2, "fm_full": 3}}
+    ticks = {"digits": ["300/class × 4 ep", "all × 4 ep"],
+             "fashion_mnist": ["600/class × 6 ep", "600/class × 30 ep", "2000/class × 10 ep", "all × 30 ep"]}
+    assert len(fig.axes) == 6
+    for r, name in enumerate(rows):
+        row = fig.axes[3 * r:3 * r + 3]
+        assert all(row[0].get_shared_y_axes().joined(row[0], ax) for ax in row)
+        assert not fig.axes[0].get_shared_y_axes().joined(fig.axes[0], fig.axes[3])
+        for ax, metric, title in zip(row, regimes.METRICS, ("all classes", "hard classes", "worst class")):
+            assert ax.get_title() == f"{name}: {title}"
+            assert [x.get_text() for x in ax.get_xticklabels()] == ticks[name]
+            assert list(ax.get_xticks()) == list(range(len(ticks[name])))
+            assert ax.get_xlabel() == "training regime (size per class × epochs)"
+            assert ax.get_ylabel() == "Δ to ERM (points, 95% t-interval)"
+            assert len(ax.containers) == len(methods)
+            for container, method, offset in zip(ax.containers, methods, (-0.12, 0.0, 0.12)):
+                line, _, (bars,) = container.lines
+                assert container.get_label() == {"ldam": "LDAM", "mr2": "MR²", "mr2_uniform": "MR² uniform γ"}[method]
+                assert matplotlib.colors.to_hex(line.get_color()) == matplotlib.colors.to_hex(method_colour(method))
+                assert (line.get_marker(), line.get_linestyle()) == ("o", "-")
+                want = np.array([expected(t, key, method, metric) for key in rows[name]])
+                np.testing.assert_allclose(line.get_xydata(),
+                                           np.column_stack([np.array(list(rows[name].values())) + offset, want[:, 0]]))
+                segments = np.array(bars.get_segments())
+                np.testing.assert_allclose(segments[:, :, 0], np.repeat(line.get_xdata()[:, None], 2, axis=1))
+                np.testing.assert_allclose(segments[:, :, 1], want[:, 1:])
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    assert legends == [fig.axes[-1].get_legend()]
+    assert legends[0].get_title().get_text() == "method"
+    assert [x.get_text() for x in legends[0].get_texts()] == ["LDAM", "MR²", "MR² uniform γ"]
+
+
+def test_placeholder_when_no_data_is_run_in_several_regimes(tmp_path, monkeypatch):
+    drawn, real = [], plotting.save_figure
+    monkeypatch.setattr(plotting, "save_figure", lambda fig, stem, **kw: drawn.append(fig) or real(fig, stem, **kw))
     t = rd.tables(datasets=("a", "b"))
     groups = difficulty_table(t["per_class"])
     available = figures.available_figures({**t, "groups": groups}, groups)
@@ -125,6 +171,14 @@ def test_placeholder_when_no_data_is_run_in_several_regimes(tmp_path):
     assert figures.missing_lines(available) == [figures.MISSING["sweeps"], figures.MISSING["regimes"]]
     made = regimes.plot_regimes(t["per_class"], t["runs"], groups, tmp_path / "regimes")  # called anyway: says so
     assert made[0] == tmp_path / "regimes.png" and made[0].stat().st_size > 1000
+    (fig,) = drawn  # one panel holding only the message, centred and wrapped
+    assert tuple(fig.get_size_inches()) == (4.5, 3.6)
+    (ax,) = fig.axes
+    (text,) = ax.texts
+    assert text.get_text() == "no dataset is run in several regimes (training-set size or epochs)"
+    assert text.get_position() == (0.5, 0.5) and text.get_transform() == ax.transAxes
+    assert (text.get_horizontalalignment(), text.get_verticalalignment(), text.get_wrap()) == ("center", "center", True)
+    assert not ax.axison
     assert regimes.regime_section(t["per_class"], t["runs"], groups) == []
 
 
@@ -171,3 +225,43 @@ def test_regime_markdown_has_a_row_per_data_regime_and_method_in_the_tables_orde
              "easy": {"mr2": "+2.0 [+1.0, +3.0]", "ldam": "-1.5 [-2.5, -0.5]"}}
     assert lines[2:] == [f"| fm | 600/class × 6 ep | {m} | " + " | ".join(cells.get(x, {}).get(m, "n/a") for x in regimes.METRICS)
                          + " |" for m in ("mr2", "ldam")]
+
+
+def test_sentences_word_each_interval_skip_one_regime_and_keep_the_tables_order():
+    """Hand-built table: data names in non-alphabetical order, one with a single regime of `mr2`
+    between the others, another method's rows (left out), intervals that contain 0, exclude it
+    (above and below), are missing (one seed) or of zero width (away from 0: no interval; at 0:
+    contains it), and metrics present at only one end (left out)."""
+    nan = float("nan")
+    cells = [  # data name, order, regime, method, metric, diff, lo, hi, n
+        ("zz", 0, "100/class × 2 ep", "mr2", "all", 0.5, -0.3, 1.3, 3),
+        ("zz", 0, "100/class × 2 ep", "mr2", "hard", 2.04, 1.12, 2.96, 3),
+        ("zz", 0, "100/class × 2 ep", "mr2", "worst", -1.5, nan, nan, 1),
+        ("zz", 1, "500/class × 2 ep", "mr2", "all", 9.0, 8.0, 10.0, 3),
+        ("zz", 2, "all × 8 ep", "mr2", "all", -2.0, -3.1, -0.9, 3),
+        ("zz", 2, "all × 8 ep", "mr2", "hard", 1.0, 1.0, 1.0, 3),
+        ("zz", 2, "all × 8 ep", "mr2", "worst", 0.0, 0.0, 0.0, 3),
+        ("zz", 3, "huge", "ldam", "all", 5.0, 4.0, 6.0, 3),
+        ("single", 0, "only", "mr2", "all", 1.0, 0.0, 2.0, 3),
+        ("single", 1, "other", "ldam", "all", 1.0, 0.0, 2.0, 3),
+        ("aa", 0, "small", "mr2", "hard", 0.3, -0.2, 0.8, 2),
+        ("aa", 1, "big", "mr2", "hard", 0.6, 0.1, 1.1, 2),
+        ("aa", 1, "big", "mr2", "worst", 3.0, 1.0, 5.0, 2),
+        ("mm", 0, "s", "mr2", "all", 1.2, 0.4, 2.0, 4),
+        ("mm", 0, "s", "mr2", "worst", -0.7, -1.9, 0.5, 4),
+        ("mm", 1, "l", "mr2", "all", -0.4, -1.0, 0.2, 4),
+    ]
+    table = pd.DataFrame(cells, columns=["data_name", "order", "regime", "method", "metric",
+                                         "diff", "diff_lo", "diff_hi", "n_paired"])
+    head = "regimes, ordered by size, then epochs): from the smallest, shortest regime"
+    assert regimes.regime_findings(table) == [
+        f"- `zz` (3 {head} (100/class × 2 ep) to the largest, longest (all × 8 ep), `mr2`'s paired Δ to ERM changes "
+        "for all classes from +0.5 [-0.3, +1.3] points (interval contains 0) to -2.0 [-3.1, -0.9] points (interval "
+        "excludes 0); hard classes from +2.0 [+1.1, +3.0] points (interval excludes 0) to +1.0 [+1.0, +1.0] points "
+        "(no interval); worst class from -1.5 [no CI: 1 seed] points (no interval) to +0.0 [+0.0, +0.0] points "
+        "(interval contains 0).",
+        f"- `aa` (2 {head} (small) to the largest, longest (big), `mr2`'s paired Δ to ERM changes for hard classes "
+        "from +0.3 [-0.2, +0.8] points (interval contains 0) to +0.6 [+0.1, +1.1] points (interval excludes 0).",
+        f"- `mm` (2 {head} (s) to the largest, longest (l), `mr2`'s paired Δ to ERM changes for all classes from "
+        "+1.2 [+0.4, +2.0] points (interval excludes 0) to -0.4 [-1.0, +0.2] points (interval contains 0).",
+    ]
