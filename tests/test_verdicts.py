@@ -141,6 +141,27 @@ def test_comparisons_are_the_pairs_the_claim_needs_computed_by_hand():
     assert word[("ldam", "erm", "easy")] == "lower" and word[("mr2", "erm", "hard")] == "higher"
 
 
+def test_method_options_line_reads_the_default_runs_and_a_figure_block_names_its_figure(tmp_path):
+    from mr2.results.report import figure_block, method_options_line
+
+    prefix = "config.method.options."
+    runs = pd.DataFrame([
+        {"method": "mr2", "variant": "default", prefix + "lam": 0.1, prefix + "c_bar": 1.0, prefix + "max_m": None},
+        {"method": "mr2", "variant": "c_bar=0.5", prefix + "lam": 0.1, prefix + "c_bar": 0.5, prefix + "max_m": None},
+        {"method": "ldam", "variant": "default", prefix + "lam": None, prefix + "c_bar": None, prefix + "max_m": 0.5},
+        {"method": "mr2", "variant": "default", prefix + "lam": 0.1, prefix + "c_bar": 2.0, prefix + "max_m": None}])
+    # c̄ before λ (the symbols' order), other options after; a sweep's value is not the default's
+    assert method_options_line(runs) == ("Method options as run (each run's resolved config): "
+                                         "MR²: c̄ = 1, 2, λ = 0.1; LDAM: max_m = 0.5.")
+    assert method_options_line(runs[runs["variant"] != "default"].drop(columns=[prefix + "max_m"])) is None
+    (tmp_path / "group_accuracy.rst").write_text("The caption.\n")
+    (tmp_path / "claim_forest.rst").write_text("Another.\n")
+    assert figure_block("group_accuracy", "figures/group_accuracy.png", tmp_path) == [
+        "### Group accuracy", "", "![group_accuracy](figures/group_accuracy.png)", "", "The caption.", ""]
+    assert figure_block("claim_forest", "f/c.png", tmp_path)[:3] == [
+        "### The claim: each method's paired Δ to the reference", "", "![claim_forest](f/c.png)"]
+
+
 def test_results_table_columns_row_order_and_level():
     """Exactly the documented columns; the reference first, then default variants in order of first
     appearance, then the other variants (a variant of the reference too); the interval at ``level``
