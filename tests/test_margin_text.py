@@ -254,6 +254,18 @@ def test_margin_sentences_ratio_exactly_one_is_not_larger():
     ]
 
 
+def test_margin_sentences_ratio_between_one_and_two_is_larger():
+    # the svhn log above with class 2 ending at 0.625: hard (0.625 + 0.875) / 2 = 0.75, easy 0.5 -> 1.50
+    values = {1.0: [0.5, 0.125, 0.25, 0.75, 0.0], 2.0: [0.25, 0.75, 0.625, 0.875, 0.5]}
+    epochs = pd.DataFrame([row("svhn", "mr2", "default", 0, e, "gamma", c, v)
+                           for e, vs in values.items() for c, v in enumerate(vs)])
+    groups = pd.DataFrame({"dataset": "svhn", "class": [0, 1, 2, 3, 4],
+                           "group": ["easy", "easy", "hard", "hard", "easy"]})
+    assert margin_sentences(epochs, groups)[1] == (
+        "svhn: at the end the hard classes' mean γ_k is 1.50 times the easy classes' "
+        "(larger, as Corollary 1 intends for harder classes).")
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"method": "focal"}, "No per-class gamma of Focal is logged: nothing to say about its margins."),
     ({"method": "mystery"}, "No per-class gamma of mystery is logged: nothing to say about its margins."),
