@@ -47,3 +47,28 @@ def test_a_missing_table_is_an_error_naming_it_and_the_command(tmp_path):
     message = str(error.value)
     assert str(tmp_path / "analysis" / "margins.csv") in message
     assert "python -m mr2 analysis" in message
+
+
+def test_margins_table_against_a_hand_computation():
+    """ERM (seeds 0, 1) and MR² (seeds 0, 1, 2) on two classes, an ERM variant that is not the
+    reference, no γ column (so γ_k = 1 for every run), class 1 without a group: every column by hand."""
+    acc = {("erm", "default", 0): (0.9, 0.5), ("erm", "default", 1): (0.7, 0.3),
+           ("erm", "lr=0.1", 0): (0.1, 0.1), ("mr2", "default", 0): (0.8, 0.6),
+           ("mr2", "default", 1): (0.6, 0.4), ("mr2", "default", 2): (0.75, 0.45)}
+    per_class = pd.DataFrame([{"dataset": "d", "method": m, "variant": v, "seed": s, "class": c,
+                               "class_name": f"n{c}", "accuracy": a[c]} for (m, v, s), a in acc.items() for c in (0, 1)])
+    groups = pd.DataFrame({"dataset": ["d"], "class": [0], "group": ["easy"]})
+    out = premise_tables.margins_table(per_class, groups)
+    assert len(out) == len(per_class) and (out["gamma"] == 1.0).all()
+    erm_mean = {0: 0.8, 1: 0.4}  # ERM's default runs only
+    for _, r in out.iterrows():
+        c, key = r["class"], (r["method"], r["variant"], r["seed"])
+        assert r["erm_accuracy"] == pytest.approx(erm_mean[c]) and r["erm_error"] == pytest.approx(1 - erm_mean[c])
+        assert r["class_name"] == f"n{c}" and (r["group"] == "easy" if c == 0 else pd.isna(r["group"]))
+        same_seed = acc.get(("erm", "default", r["seed"]))
+        if key[0] == "erm" and key[1] == "default" or same_seed is None:
+            assert pd.isna(r["change"])  # the reference itself; MR²'s seed 2 has no ERM run
+        else:
+            assert r["change"] == pytest.approx(acc[key][c] - same_seed[c])
+        others = [acc[("erm", "default", s)][c] for s in (0, 1) if s != r["seed"]]
+        assert r["erm_error_other_seeds"] == pytest.approx(1 - sum(others) / len(others))
