@@ -225,6 +225,9 @@ def test_regime_markdown_has_a_row_per_data_regime_and_method_in_the_tables_orde
              "easy": {"mr2": "+2.0 [+1.0, +3.0]", "ldam": "-1.5 [-2.5, -0.5]"}}
     assert lines[2:] == [f"| fm | 600/class × 6 ep | {m} | " + " | ".join(cells.get(x, {}).get(m, "n/a") for x in regimes.METRICS)
                          + " |" for m in ("mr2", "ldam")]
+    one_seed = [{**rows[0], "diff_lo": float("nan"), "diff_hi": float("nan"), "n_paired": 1}]
+    assert regimes.regime_markdown(pd.DataFrame(one_seed)).splitlines()[2] == (
+        "| fm | 600/class × 6 ep | mr2 | n/a | +2.0 [no CI: 1 seed] | n/a |")
 
 
 def test_sentences_word_each_interval_skip_one_regime_and_keep_the_tables_order():
