@@ -214,8 +214,10 @@ def method_options_line(runs: pd.DataFrame) -> str | None:
     of ``OPTION_SYMBOLS`` first; several values of one option (they differ between datasets) are
     all listed. None when the runs table holds no options."""
     columns = [c for c in runs.columns if c.startswith(OPTION_PREFIX)]
+    if not columns:
+        return None
     default = runs[runs["variant"] == DEFAULT_VARIANT]
-    if not columns or default.empty:
+    if default.empty:
         return None
     names = sorted((c[len(OPTION_PREFIX):] for c in columns),
                    key=lambda o: (list(OPTION_SYMBOLS).index(o) if o in OPTION_SYMBOLS else len(OPTION_SYMBOLS), o))
