@@ -123,3 +123,38 @@ def noise_twin(rng, seeds=3, classes=30, sd=0.05):
     return pd.DataFrame([{"dataset": "d", "method": m, "variant": "default", "seed": s, "class": c,
                           "accuracy": 0.7 + rng.normal(0, sd)}
                          for m in ("erm", "twin") for s in range(seeds) for c in range(classes)])
+
+
+# ----------------------------------------------------------------------------- figures as drawn
+def figure_strings(fig) -> list[str]:
+    """Every text a reader sees on ``fig``: titles, axis labels, tick labels, legends, annotations."""
+    out = []
+    for ax in fig.axes:
+        out += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()] + [t.get_text() for t in ax.texts]
+        out += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+        if ax.get_legend() is not None:
+            out += [t.get_text() for t in ax.get_legend().get_texts()] + [ax.get_legend().get_title().get_text()]
+    return [s for s in out if s]
+
+
+def spy_on_figures(monkeypatch, modules, save: bool) -> list[dict]:
+    """Replace ``save_figure`` in each of ``modules`` by a spy that records every figure (the figure,
+    its stem, texts, titles, axes, ``figure_strings``, whether it is a placeholder) and then writes
+    its files (``save``) or only closes it (for tests of the content alone: rendering the two files
+    is most of a figure's cost). Returns the list the records are appended to."""
+    from mr2.results import plotting
+
+    seen, real = [], plotting.save_figure
+
+    def spy(fig, stem, **kw):
+        seen.append({"fig": fig, "stem": stem, "texts": [t.get_text() for ax in fig.axes for t in ax.texts],
+                     "titles": [ax.get_title() for ax in fig.axes], "axes": list(fig.axes),
+                     "strings": figure_strings(fig), "placeholder": len(fig.axes) == 1 and not fig.axes[0].axison})
+        if save:
+            return real(fig, stem, **kw)
+        plotting.plt.close(fig)
+        return []
+
+    for module in modules:
+        monkeypatch.setattr(module, "save_figure", spy)
+    return seen

@@ -28,49 +28,20 @@ def check_files(paths):
     assert plt.get_fignums() == []  # closed after saving
 
 
-def spy_on_figures(monkeypatch, save):
-    """Replace every module's ``save_figure`` by a spy that records each figure's texts and axes, and
-    then writes its files (``save``) or only closes it (for tests of the content alone: rendering
-    the two files is most of a figure's cost)."""
-    seen = []
-    real = F.save_figure
-
-    def spy(fig, stem, **kw):
-        texts = [t.get_text() for ax in fig.axes for t in ax.texts]
-        titles = [ax.get_title() for ax in fig.axes]
-        seen.append({"texts": texts, "titles": titles, "axes": list(fig.axes), "strings": strings(fig),
-                     "placeholder": len(fig.axes) == 1 and not fig.axes[0].axison})
-        if save:
-            return real(fig, stem, **kw)
-        plt.close(fig)
-        return []
-
-    for module in (F, regimes, claim_figures, tradeoff, plotting):  # placeholders are saved in plotting
-        monkeypatch.setattr(module, "save_figure", spy)
-    return seen
+#: every module that saves a figure of the report (placeholders are saved in plotting)
+FIGURE_MODULES = (F, regimes, claim_figures, tradeoff, plotting)
 
 
 @pytest.fixture
 def captured(monkeypatch):
     """The texts and axes of every figure saved (the files are still written)."""
-    return spy_on_figures(monkeypatch, save=True)
+    return syn.spy_on_figures(monkeypatch, FIGURE_MODULES, save=True)
 
 
 @pytest.fixture
 def drawn(monkeypatch):
     """The texts and axes of every figure drawn; no file is written."""
-    return spy_on_figures(monkeypatch, save=False)
-
-
-def strings(fig):
-    """Every text a reader sees on ``fig``: titles, axis labels, tick labels, legends, annotations."""
-    out = []
-    for ax in fig.axes:
-        out += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()] + [t.get_text() for t in ax.texts]
-        out += [t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels()]
-        if ax.get_legend() is not None:
-            out += [t.get_text() for t in ax.get_legend().get_texts()] + [ax.get_legend().get_title().get_text()]
-    return [s for s in out if s]
+    return syn.spy_on_figures(monkeypatch, FIGURE_MODULES, save=False)
 
 
 def legend_colours(ax):

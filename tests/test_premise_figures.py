@@ -16,6 +16,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.container import BarContainer, ErrorbarContainer
 from matplotlib.markers import MarkerStyle
 
+from results_data import spy_on_figures
 from mr2.results import plotting, premise_figures, premise_tables
 
 SYM = {"a": r"$a_k$", "m": r"$\|\hat{\mu}_k\|^2$", "s": r"$\|\hat{s}_k\|^2$", "gamma": r"$\gamma_k$"}
@@ -26,16 +27,7 @@ GREY = to_rgba("grey")
 @pytest.fixture
 def saved(monkeypatch):
     """Every figure the module saves (placeholders included), with its stem; nothing is rendered."""
-    seen = []
-
-    def spy(fig, stem, **kw):
-        seen.append({"fig": fig, "stem": stem})
-        plotting.plt.close(fig)
-        return []
-
-    monkeypatch.setattr(premise_figures, "save_figure", spy)
-    monkeypatch.setattr(plotting, "save_figure", spy)
-    return seen
+    return spy_on_figures(monkeypatch, (premise_figures, plotting), save=False)
 
 
 def grid(fig):
