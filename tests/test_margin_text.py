@@ -231,6 +231,17 @@ def test_margin_sentences_of_another_method_and_name():
     ]
 
 
+def svhn_log(class_2_final: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One seed of svhn, epochs 1.0 and 2.0, classes 0, 1, 4 easy and 2, 3 hard (values exact in
+    binary); class 2's final γ_k is ``class_2_final``. Returns the epochs and groups tables."""
+    values = {1.0: [0.5, 0.125, 0.25, 0.75, 0.0], 2.0: [0.25, 0.75, class_2_final, 0.875, 0.5]}
+    epochs = pd.DataFrame([row("svhn", "mr2", "default", 0, e, "gamma", c, v)
+                           for e, vs in values.items() for c, v in enumerate(vs)])
+    groups = pd.DataFrame({"dataset": "svhn", "class": [0, 1, 2, 3, 4],
+                           "group": ["easy", "easy", "hard", "hard", "easy"]})
+    return epochs, groups
+
+
 def test_margin_sentences_ratio_exactly_one_is_not_larger():
     # svhn, one seed, epochs 1 and 2 (as floats: the sentence still says "epoch 1"); classes 0, 1, 4
     # easy, 2, 3 hard (values exact in binary; three easy classes, so a median would differ)
@@ -238,12 +249,7 @@ def test_margin_sentences_ratio_exactly_one_is_not_larger():
     #   hard (0.25 + 0.75) / 2 = 0.5 -> (0.125 + 0.875) / 2 = 0.5
     #   ratio 0.5 / 0.5 = 1 -> "not larger"; final: 3 0.875, 1 0.75, 4 0.5, 0 0.25, 2 0.125
     #   changes: 0 -0.25, 1 +0.625, 2 -0.125, 3 +0.125, 4 +0.5
-    values = {1.0: [0.5, 0.125, 0.25, 0.75, 0.0], 2.0: [0.25, 0.75, 0.125, 0.875, 0.5]}
-    epochs = pd.DataFrame([row("svhn", "mr2", "default", 0, e, "gamma", c, v)
-                           for e, vs in values.items() for c, v in enumerate(vs)])
-    groups = pd.DataFrame({"dataset": "svhn", "class": [0, 1, 2, 3, 4],
-                           "group": ["easy", "easy", "hard", "hard", "easy"]})
-    assert margin_sentences(epochs, groups) == [
+    assert margin_sentences(*svhn_log(class_2_final=0.125)) == [
         "svhn: MR²'s margins γ_k from epoch 1 to epoch 2 (mean over classes and seeds): "
         "easy classes 0.208 → 0.500; hard classes 0.500 → 0.500.",
         "svhn: at the end the hard classes' mean γ_k is 1.00 times the easy classes' "
@@ -256,12 +262,7 @@ def test_margin_sentences_ratio_exactly_one_is_not_larger():
 
 def test_margin_sentences_ratio_between_one_and_two_is_larger():
     # the svhn log above with class 2 ending at 0.625: hard (0.625 + 0.875) / 2 = 0.75, easy 0.5 -> 1.50
-    values = {1.0: [0.5, 0.125, 0.25, 0.75, 0.0], 2.0: [0.25, 0.75, 0.625, 0.875, 0.5]}
-    epochs = pd.DataFrame([row("svhn", "mr2", "default", 0, e, "gamma", c, v)
-                           for e, vs in values.items() for c, v in enumerate(vs)])
-    groups = pd.DataFrame({"dataset": "svhn", "class": [0, 1, 2, 3, 4],
-                           "group": ["easy", "easy", "hard", "hard", "easy"]})
-    assert margin_sentences(epochs, groups)[1] == (
+    assert margin_sentences(*svhn_log(class_2_final=0.625))[1] == (
         "svhn: at the end the hard classes' mean γ_k is 1.50 times the easy classes' "
         "(larger, as Corollary 1 intends for harder classes).")
 
