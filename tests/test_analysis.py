@@ -232,11 +232,9 @@ def test_section_states_each_link_from_the_numbers(tmp_path):
 
 
 def test_premise_figures_name_the_classes_and_use_the_symbols(tmp_path, monkeypatch):
-    drawn, real = [], premise_figures.save_figure
-    monkeypatch.setattr(premise_figures, "save_figure",
-                        lambda fig, stem, **kw: drawn.append(fig) or real(fig, stem, **kw))
+    drawn = rd.spy_on_figures(monkeypatch, (premise_figures,), save=True)
     result = premise_figures.write_analysis(synthetic(), tmp_path / "analysis")
-    decomposition, margins = drawn
+    decomposition, margins = (d["fig"] for d in drawn)
     order = [f"c{c}" for c in np.argsort(rd.BASE)]  # ERM's accuracy, ascending
     for ax in decomposition.axes:  # a panel per method's own features
         assert [t.get_text() for t in ax.get_xticklabels()] == order
