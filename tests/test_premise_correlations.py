@@ -228,10 +228,38 @@ def test_epoch_correlations_use_only_class_rows_of_the_logged_statistics(as_text
         assert row["rho"] == pytest.approx(rho(error.loc[row["dataset"]].reindex(ks).to_numpy(), sel["value"]), abs=1e-12)
 
 
-def test_epoch_correlations_without_class_rows_have_the_columns():
+def test_epoch_correlations_without_class_rows_have_the_columns_and_types():
     empty = pd.DataFrame(columns=RUN + ["epoch", "class", "name", "value"])
     out = pt.epoch_correlations(empty, pd.DataFrame(columns=["dataset", "class", "erm_error"]))
     assert out.empty and list(out.columns) == RUN + ["source", "epoch", "x", "y", "rho", "n"]
+    assert str(out["epoch"].dtype) == "Int64" and out["rho"].dtype == np.float64 and out["n"].dtype == np.int64
+
+
+def test_epoch_correlations_keep_a_run_whose_classes_have_no_difficulty_as_undefined():
+    """Dataset dA's classes have no reference error: its (run, epoch) rows stay, with ρ NaN and
+    n = 0, beside dB's computed ones (not dropped, which would read as "never logged")."""
+    pc = per_class_table()
+    diff = pt.difficulty(pc, "base")
+    out = pt.epoch_correlations(epochs_table(pc), diff[diff["dataset"] == "dB"])
+    assert len(out) == len(DATASETS) * 2 * len(SEEDS) * 2 * 4
+    lost = out[out["dataset"] == "dA"]
+    assert len(lost) == len(out) // 2 and lost["rho"].isna().all() and (lost["n"] == 0).all()
+    kept = out[out["dataset"] == "dB"]
+    assert kept["rho"].notna().all() and (kept["n"] == len(CLASSES)).all()
+
+
+def test_analyse_appends_the_epoch_rows_after_the_final_ones_with_one_index_and_numeric_types():
+    pc = per_class_table()
+    tables = {"per_class": pc, "groups": groups_table(), "epochs": epochs_table(pc)}
+    corr = pt.analyse(tables, reference="base")["correlations"]
+    final = pt.final_correlations(pc, pt.margins_table(pc, groups_table(), "base"))
+    n_epoch = len(DATASETS) * 2 * len(SEEDS) * 2 * 4
+    assert len(corr) == len(final) + n_epoch and corr.index.equals(pd.RangeIndex(len(corr)))
+    assert (corr["source"].iloc[:len(final)] == "final").all() and (corr["source"].iloc[len(final):] == "epoch").all()
+    assert corr["epoch"].iloc[len(final):].tolist() == corr["epoch"].iloc[len(final):].astype(int).tolist()
+    for tables_used in (tables, {"per_class": pc, "groups": groups_table()}):  # with and without epochs
+        out = pt.analyse(tables_used, reference="base")["correlations"]
+        assert out["rho"].dtype == np.float64 and out["n"].dtype == np.int64 and out["seed"].dtype == np.int64
 
 
 def test_summarise_of_no_correlations_has_the_columns():

@@ -183,8 +183,8 @@ def epoch_correlations(epochs: pd.DataFrame, diff: pd.DataFrame) -> pd.DataFrame
     """The "epoch" rows of ``correlations``: ρ(ERM error, running statistic) after each epoch."""
     rows = epochs[epochs["class"].notna() & epochs["name"].isin(EPOCH_STATISTICS)]
     columns = RUN_KEYS + ["source", "epoch", "x", "y", "rho", "n"]
-    if rows.empty:
-        return pd.DataFrame(columns=columns)
+    if rows.empty:  # typed like a filled result, so that it joins the final rows without object columns
+        return pd.DataFrame(columns=columns).astype({"epoch": "Int64", "rho": float, "n": "int64"})
     rows = rows.assign(**{"class": rows["class"].astype("int64")}).merge(
         diff.assign(**{"class": diff["class"].astype("int64")}), on=["dataset", "class"], how="left")
     rho = grouped_spearman(rows, RUN_KEYS + ["epoch", "name"], "erm_error", "value")
@@ -213,7 +213,8 @@ def analyse(tables: dict[str, pd.DataFrame], reference: str = "erm", level: floa
     epochs = tables.get("epochs", pd.DataFrame(columns=RUN_KEYS + ["epoch", "class", "name", "value"]))
     diff = difficulty(per_class, reference)
     margins = margins_table(per_class, groups, reference)
-    corr = pd.concat([final_correlations(per_class, margins), epoch_correlations(epochs, diff)], ignore_index=True)
+    final, by_epoch = final_correlations(per_class, margins), epoch_correlations(epochs, diff)
+    corr = pd.concat([final, by_epoch] if len(by_epoch) else [final], ignore_index=True)
     corr["epoch"] = corr["epoch"].astype("Int64")
     dec = decomposition(per_class)
     return {"correlations": corr, "correlation_summary": summarise(corr, level), "decomposition": dec,
