@@ -136,6 +136,23 @@ def row(summary, method, variant, x, y, source="final", epoch=None):
     return found
 
 
+def test_lookup_picks_the_row_of_the_asked_epoch_and_source():
+    """The final row (no epoch) and epochs 1 and 2 of one correlation, with a decoy of another
+    variant: each lookup returns its own row, a missing epoch or source None."""
+    keys = {"dataset": "toy", "method": "mr2", "x": "erm_error", "y": "a"}
+    summary = pd.DataFrame([{**keys, "variant": "default", "source": "final", "epoch": None, "rho_mean": 0.1},
+                            {**keys, "variant": "default", "source": "epoch", "epoch": 1, "rho_mean": 0.2},
+                            {**keys, "variant": "default", "source": "epoch", "epoch": 2, "rho_mean": 0.3},
+                            {**keys, "variant": "p=3", "source": "epoch", "epoch": 2, "rho_mean": 0.4}])
+    summary["epoch"] = summary["epoch"].astype("Int64")
+    look = lambda **kw: premise_text.lookup(summary, "toy", "mr2", kw.pop("variant", "default"), "erm_error", "a", **kw)
+    assert look()["rho_mean"] == 0.1
+    assert look(source="epoch", epoch=1)["rho_mean"] == 0.2 and look(source="epoch", epoch=2)["rho_mean"] == 0.3
+    assert look(variant="p=3", source="epoch", epoch=2)["rho_mean"] == 0.4
+    assert look(source="epoch", epoch=3) is None and look(source="final", epoch=1) is None
+    assert look(source="epoch") is None  # epoch rows all have an epoch
+
+
 def test_links_on_synthetic_tables(result):
     s = result["correlation_summary"]
     link1 = row(s, "erm", "default", "erm_error", "a")
