@@ -2,7 +2,9 @@
 # Mutation testing of the method, the results and the theory with mutmut (3.x), outside CI.
 #
 #   scripts/mutation.sh [TARGET ...]          TARGET: method | results | theory | a file to mutate
-#                                             (e.g. mr2/method/losses/supcon.py); default: method theory
+#                                             (e.g. mr2/method/losses/supcon.py) or several files of one
+#                                             package joined by commas (one run, one test mapping);
+#                                             default: method theory
 #
 # Each target mutates only its own files and runs only the test files that exercise them (mutmut
 # then runs, per mutant, only the tests that reach the mutated function); for the method, the unit
@@ -39,7 +41,7 @@ only_for() {
         method)  echo '"mr2/method/*"';;
         results) echo '"mr2/results/*"';;
         theory)  echo '"theory/*"';;
-        *.py)    echo "\"$1\"";;
+        *.py)    echo "\"${1//,/\", \"}\"";;
         *) echo "mutation.sh: unknown target '$1' (method, results, theory or a .py file)" >&2; exit 2;;
     esac
 }
@@ -54,7 +56,7 @@ tests_for() {
 [ $# -gt 0 ] || set -- method theory
 for target in "$@"; do
     only="$(only_for "$target")"
-    name="$(echo "$target" | tr '/.' '__')"
+    name="$(echo "$target" | tr '/.,' '___')"
     work="$OUT/$name"
     rm -rf "$work" && mkdir -p "$work"
     (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work" 2>/dev/null) || true

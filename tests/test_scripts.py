@@ -107,3 +107,20 @@ def test_mutation_script_names_existing_test_files_and_refuses_unknown_targets(t
     out = subprocess.run(["bash", str(REPO / "scripts" / "mutation.sh"), "engine"], capture_output=True, text=True,
                          env={**os.environ, "PYTHON": str(fake), "MUTATION_DIR": str(tmp_path / "out")})
     assert out.returncode == 2 and "unknown target 'engine'" in out.stderr
+
+
+def test_mutation_script_mutates_several_files_of_a_comma_list_in_one_run(tmp_path):
+    """``a.py,b.py``: one work folder whose mutmut config mutates exactly those two files and runs
+    the results' tests (a stub mutmut: nothing is mutated or run)."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(0o755)
+    (tmp_path / "mutmut").write_text("#!/bin/sh\nexit 0\n")
+    (tmp_path / "mutmut").chmod(0o755)
+    target = "mr2/results/groups.py,mr2/results/tradeoff.py"
+    out = subprocess.run(["bash", str(REPO / "scripts" / "mutation.sh"), target], capture_output=True, text=True,
+                         env={**os.environ, "PYTHON": str(fake), "MUTATION_DIR": str(tmp_path / "out")})
+    assert out.returncode == 0, out.stderr
+    config = (tmp_path / "out" / "mr2_results_groups_py_mr2_results_tradeoff_py" / "pyproject.toml").read_text()
+    assert 'only_mutate = ["mr2/results/groups.py", "mr2/results/tradeoff.py"]' in config
+    assert '"tests/test_results.py"' in config and '"tests/test_losses.py"' not in config
