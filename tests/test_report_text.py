@@ -1,0 +1,211 @@
+"""The report's own sentences (mr2.results.report): the per-class findings line by line, and the
+report's header and the figures it shows, on hand-built tables whose every expected word is written
+here, not produced by the code under test."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+import results_data as syn
+from mr2.results import groups as G
+from mr2.results.report import class_findings, method_options_line, write_report
+
+CAPTIONS = Path(__file__).resolve().parents[1] / "workflow" / "report"
+
+#: per dataset, the change (points) of each class in seeds 0, 1, 2; None: a dataset with one seed
+CHANGES = {
+    "dB": [(10, 11, 12), (-5, -6, -4), (3, 4, 5), (1, -1, 0)],    # n0, n2 higher; n1 lower
+    "dC": None,                                                    # one seed: no interval, no line
+    "dA": [(10, 11, 12), (1, -1, 0), (2, -2, 1), (0.5, -0.5, 0)],  # n0 higher alone: one of many
+    "dD": [(1, -1, 0), (-7, -8, -9), (2, -2, 1), (-3, -4, -5)],   # n1, n3 lower
+    "dE": [(1, -1, 0), (2, -2, 1), (0.5, -0.5, 0), (1, 0, -1)],    # none
+}
+
+
+def changes_table() -> pd.DataFrame:
+    rows = []
+    for dataset, changes in CHANGES.items():
+        seeds = (0,) if changes is None else (0, 1, 2)
+        for s in seeds:
+            for c in range(4):
+                base = 0.5 + 0.01 * s + 0.05 * c
+                delta = 0.02 if changes is None else changes[c][s] / 100
+                for method, acc in (("base", base), ("mr2", base + delta)):
+                    rows.append({"dataset": dataset, "method": method, "variant": "default", "seed": s,
+                                 "class": c, "class_name": f"n{c}", "accuracy": acc})
+    return pd.DataFrame(rows)
+
+
+def test_class_findings_line_by_dataset_in_table_order():
+    lines = class_findings(changes_table(), reference="base", method="mr2")
+    head = "per class (MR² against BASE, figure `change_vs_erm`): "
+    assert lines == [
+        f"- `dB`, {head}3 of 4 classes' intervals exclude 0 (higher: n0, n2; lower: n1).",
+        f"- `dA`, {head}1 of 4 classes' intervals exclude 0 (higher: n0) — 1 interval of 4 excludes 0, about "
+        "what 5 % of 4 comparisons give by chance (0.2 expected): one of many comparisons, not a finding.",
+        f"- `dD`, {head}2 of 4 classes' intervals exclude 0 (lower: n1, n3).",
+        f"- `dE`, {head}0 of 4 classes' intervals exclude 0.",
+    ]
+
+
+def test_class_findings_default_to_mr2_against_erm():
+    table = changes_table()
+    table["method"] = table["method"].replace({"base": "erm"})
+    lines = class_findings(table)
+    assert len(lines) == 4 and lines[0].startswith("- `dB`, per class (MR² against ERM, figure `change_vs_erm`): 3 of 4")
+    table["method"] = table["method"].replace({"mr2": "mine"})
+    assert class_findings(table) == []
+
+
+def test_class_findings_of_another_method_name_it():
+    table = changes_table()
+    table["method"] = table["method"].replace({"mr2": "mine"})
+    lines = class_findings(table, reference="base", method="mine")
+    assert lines[0].startswith("- `dB`, per class (mine against BASE, figure `change_vs_erm`): 3 of 4")
+    assert class_findings(table, reference="base", method="mr2") == []  # no such method: no line
+
+
+def report_of(tmp_path, figures, options=True):
+    """A report of two datasets (given in the order dB, dA), the reference ``base``, the MR² method
+    ``mr2b`` (its margins logged under that name), seeds given as 2, 0, 1; without the method options
+    in the runs table unless ``options``."""
+    t = syn.tables(datasets=("dB", "dA"), methods=("erm", "mr2"), seeds=(2, 0, 1))
+    for name in ("per_class", "runs", "epochs"):
+        t[name]["method"] = t[name]["method"].replace({"erm": "base", "mr2": "mr2b"})
+    t["groups"] = G.difficulty_table(t["per_class"], reference="base")
+    if not options:  # a runs table without the resolved configs' method options
+        t["runs"] = t["runs"][[c for c in t["runs"] if not c.startswith("config.method.options.")]]
+    captions = tmp_path / "captions"
+    shutil.copytree(CAPTIONS, captions)
+    (captions / "my_extra.rst").write_text("A figure the tables know nothing of.\n", encoding="utf-8")
+    text = write_report(t, "| table |", figures, tmp_path / "report.md", captions, {"seeds": [2, 0, 1]},
+                        reference="base", method="mr2b", sweep_method="mr2b")
+    return t, text
+
+
+def test_report_header_names_runs_datasets_methods_and_sorted_seeds(tmp_path):
+    t, text = report_of(tmp_path, {})
+    options = method_options_line(t["runs"])
+    assert options is not None and options.startswith("Method options as run")
+    assert text.startswith(
+        "# MR² replication report\n\n"
+        "12 runs: datasets dB, dA; methods base, mr2b; seeds 0, 1, 2. Each run's resolved config is "
+        "`config.yaml` in its run folder (`runs/<dataset>/<method>/<variant>/<hash>/seed<k>/` beside this "
+        "report); the tidy tables are in `tables/`.\n\n"
+        f"{options}\n\n"
+        "Easy/medium/hard: thirds of the classes ranked by the reference method's per-class test accuracy "
+        "(`base`, mean over seeds)")
+
+
+def test_report_header_without_method_options_goes_on_to_the_groups(tmp_path):
+    _, text = report_of(tmp_path, {}, options=False)
+    assert "the tidy tables are in `tables/`.\n\nEasy/medium/hard: thirds" in text
+
+
+def test_report_shows_the_figures_the_run_holds_and_those_it_cannot_judge(tmp_path):
+    """margins_over_training is shown only if the margins of ``method`` (mr2b, not the default mr2)
+    are found; sweeps is left out (no swept variants); a figure of unknown name is shown."""
+    figures = {name: f"figures/{name}.png" for name in ("margins_over_training", "sweeps", "my_extra")}
+    _, text = report_of(tmp_path, figures)
+    images = [line for line in text.splitlines() if line.startswith("![")]
+    assert images == ["![margins_over_training](figures/margins_over_training.png)", "![my_extra](figures/my_extra.png)"]
+    assert "A figure the tables know nothing of." in text
+    missing = text[text.index("## Not in this run"):text.index("## Configuration")]
+    assert "`config/sweeps.yaml`" in missing
+
+
+# ----------------------------------------------------------------------------- findings, sentence by sentence
+#: class accuracies of the reference (three classes: easy, medium, hard in every seed) and the
+#: per-seed change in points of each method on each class (seeds 0, 1, 2)
+BASE_ACC = (0.90, 0.60, 0.30)
+DELTAS = {"base": ((0, 0, 0),) * 3,
+          "mr2": ((-0.1, 0.1, 0.0), (1, 2, 3), (4, 5, 6)),
+          "mr2_uniform": ((0, 0, 0), (0, 0, 0), (1, 3, 2)),
+          "focal": ((-3, -4, -5), (0, 0, 0), (2, 3, 4))}
+
+
+def findings_tables(datasets_methods):
+    rows, runs = [], []
+    for dataset, methods in datasets_methods.items():
+        for method in methods:
+            for s in (0, 1, 2):
+                acc = [BASE_ACC[c] + 0.01 * s + DELTAS[method][c][s] / 100 for c in range(3)]
+                rows += [{"dataset": dataset, "method": method, "variant": "default", "seed": s, "class": c,
+                          "class_name": f"n{c}", "accuracy": acc[c]} for c in range(3)]
+                runs.append({"dataset": dataset, "method": method, "variant": "default", "seed": s,
+                             "top1": sum(acc) / 3 + 0.002 * s * (method == "mr2")})
+    return pd.DataFrame(rows), pd.DataFrame(runs)
+
+
+def interval(points) -> str:
+    """``+5.0 points [95 % CI +2.5, +7.5; MDE 5.0]`` of per-seed differences, by scipy."""
+    import numpy as np
+    from scipy import stats
+
+    from mr2.results.statistics import minimum_detectable_effect
+
+    d = np.asarray(points, float)
+    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    mde = minimum_detectable_effect(d.std(ddof=1), len(d))
+    return f"{d.mean():+.1f} points [95 % CI {d.mean() - half:+.1f}, {d.mean() + half:+.1f}; MDE {mde:.1f}]"
+
+
+def change(method, against, metric):
+    """Per-seed change in points of a metric (``hard``/``easy``/``all``/``top1``/``worst``)."""
+    def value(m, s):
+        acc = [BASE_ACC[c] + 0.01 * s + DELTAS[m][c][s] / 100 for c in range(3)]
+        return {"easy": acc[0], "hard": acc[2], "worst": min(acc), "all": sum(acc) / 3,
+                "top1": sum(acc) / 3 + 0.002 * s * (m == "mr2")}[metric]
+    return [100 * (value(method, s) - value(against, s)) for s in (0, 1, 2)]
+
+
+def test_findings_sentence_by_sentence_with_another_reference():
+    """dB holds the reference ``base``, MR², the ablation mr2_uniform and the baseline focal; dA only
+    base and focal: its MR² sentences are absent (not "share no seed"); classes keep their group in
+    every seed, so the held-out groups are the same and give the same hard/easy numbers."""
+    from mr2.results.report import findings
+
+    pc, runs = findings_tables({"dB": ("base", "mr2", "mr2_uniform", "focal"), "dA": ("base", "focal")})
+    groups = G.difficulty_table(pc, reference="base")
+    lines = findings(pc, runs, groups, reference="base")
+    words = {"hard": "higher", "easy": "no clear difference", "all": "higher", "top1": "higher", "worst": "higher"}
+    names = {"hard": "hard classes", "easy": "easy classes", "all": "all classes (mean per-class)",
+             "top1": "overall top-1", "worst": "worst class"}
+    mr2_line = ("- MR² against BASE, paired by seed (3 seeds): "
+                + "; ".join(f"{names[m]} {interval(change('mr2', 'base', m))} ({words[m]})" for m in names) + ".")
+    held_out = ("- The same with each seed's groups ranked on the BASE runs of the other seeds (ranking and comparing "
+                "on the same runs favours a hard-class gain and an easy-class loss by regression to the mean; this "
+                f"check has no such bias): hard classes {interval(change('mr2', 'base', 'hard'))} (higher); easy "
+                f"classes {interval(change('mr2', 'base', 'easy'))} (no clear difference).")
+    ablation = ("- Full MR² against the ablation `mr2_uniform`: "
+                f"all {interval(change('mr2', 'mr2_uniform', 'all'))} (higher for MR²); "
+                f"hard {interval(change('mr2', 'mr2_uniform', 'hard'))} (higher for MR²). "
+                "The paper claims each ablation loses to full MR².")
+    at = lines.index("### dA")
+    assert lines[:5] == ["### dB", mr2_line,
+                         "- The paper's claim (MR² raises hard-class accuracy without lowering easy-class accuracy, "
+                         "and raises overall accuracy) is **supported** here.", held_out, ablation]
+    focal_b = [line for line in lines[5:at] if line.startswith("- `focal` against BASE (3 seeds)")]
+    assert len(focal_b) == 1 and lines[at - 1] == "" and lines[at - 2].startswith("- Baselines by outcome: ")
+    assert f"hard classes {interval(change('focal', 'base', 'hard'))} (higher)" in focal_b[0]
+    dA = lines[at:]
+    assert dA[-1] == "" and not any("MR²" in line.split(". ")[0] for line in dA[1:-1])
+    assert any(line.startswith("- `focal` against BASE (3 seeds)") for line in dA)
+    assert not any("CIFAR-100" in line for line in lines)
+
+
+def test_findings_compare_with_the_paper_only_on_cifar100_with_erm_and_mr2():
+    from mr2.results.report import findings
+
+    for dataset, compared in (("toy", False), ("cifar100_lt", True)):
+        pc, runs = findings_tables({dataset: ("base", "mr2")})
+        pc["method"], runs["method"] = pc["method"].replace({"base": "erm"}), runs["method"].replace({"base": "erm"})
+        lines = findings(pc, runs, G.difficulty_table(pc))
+        paper = [line for line in lines if "paper's CIFAR-100 numbers" in line]
+        assert len(paper) == compared
+        if compared:
+            assert paper[0].startswith("- Against the paper's CIFAR-100 numbers (third-party summary, unverified; our "
+                                       "default variants): ERM all ") and paper[0].endswith("(paper 58.5).")
