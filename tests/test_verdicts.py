@@ -536,3 +536,41 @@ def test_a_long_tailed_setting_says_so():
     assert table.loc["bal", "data"] == "fashion_mnist"
     assert V.settings_table(runs.drop(columns="config.data.imbalance.ratio")).set_index("dataset").loc[
         "lt", "data"] == "fashion_mnist"
+
+
+# ----------------------------------------------------------------------------- the verdict table in Markdown, by hand
+def verdict_rows(**extra):
+    words = {"hard_up": "yes", "easy_not_down": "no", "overall_up": "not run", "ablations_below": "underpowered",
+             "above_baselines": "no"}
+    rows = []
+    for dataset, data, model, details in (("fmnist", "fmnist", "resnet32", ("+1.0 [+0.5, +1.5]", "", math.nan, "x", "y")),
+                                          ("d2", math.nan, "cnn", ("a", "b", "c", "", math.nan))):
+        row = {"dataset": dataset, "data": data, "model": model, **words, **extra.get(dataset, {})}
+        row.update({f"{part}_detail": d for part, d in zip(words, details)})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_verdict_markdown_rows_by_hand_without_snapshots():
+    """No regime column, a data name equal to the dataset or missing: the setting names only what
+    differs; an empty or missing detail leaves the word alone."""
+    lines = V.verdict_markdown(verdict_rows()).splitlines()
+    assert lines[0] == ("| Setting | Hard classes up | Easy classes not down | Overall up | Each ablation below full MR² "
+                        "| MR² above the baselines (hard up, easy not down) |")
+    assert lines[1] == "|---|---|---|---|---|---|"
+    assert lines[2] == ("| fmnist, resnet32 | **yes** +1.0 [+0.5, +1.5] | **no** | **not run** | **underpowered** x "
+                        "| **no** y |")
+    assert lines[3] == "| d2, cnn | **yes** a | **no** b | **not run** c | **underpowered** | **no** |"
+    assert lines[4] == "" and lines[5].startswith("Each cell: the word the part of the paper's claim earns")
+
+
+def test_verdict_markdown_names_the_snapshot_and_its_config_when_they_differ():
+    table = verdict_rows().assign(snapshot=["fm", "d2"], config=["fm", "config/d2.yaml"], regime=["capped", ""])
+    lines = V.verdict_markdown(table).splitlines()
+    assert lines[0].startswith("| Snapshot | Setting | Hard classes up |") and lines[1] == "|" + "|".join(["---"] * 7) + "|"
+    assert lines[2].startswith("| fm | fmnist, resnet32, capped | **yes** +1.0")
+    assert lines[3].startswith("| d2 (config/d2.yaml) | d2, cnn | **yes** a |")
+
+
+def test_verdict_markdown_of_no_setting():
+    assert V.verdict_markdown(pd.DataFrame()) == "No setting has been run.\n"
