@@ -315,6 +315,19 @@ def test_claim_forest_draws_each_methods_paired_difference_and_interval(tmp_path
         assert (lo, hi) == pytest.approx((d.mean() - half, d.mean() + half))
 
 
+def test_claim_forest_of_chosen_methods_only_and_a_placeholder_without_pairs(tmp_path, drawn):
+    """``methods`` picks the methods drawn (one point set per panel); tables without a second method
+    give the placeholder that says what the figure needs, at the stem asked for."""
+    t, groups = full()
+    claim_figures.plot_claim(t["per_class"], t["runs"], groups, tmp_path / "claim", methods=["mr2_uniform"])
+    ax = drawn[0]["axes"][0]
+    assert len(ax.containers) == 1 and ax.containers[0].get_label() == plotting.display_name("mr2_uniform")
+    erm = t["per_class"][t["per_class"]["method"] == "erm"]
+    claim_figures.plot_claim(erm, t["runs"], groups, tmp_path / "none")
+    assert drawn[1]["placeholder"] and drawn[1]["stem"] == tmp_path / "none"
+    assert drawn[1]["texts"] == [claim_figures.NO_CLAIM]
+
+
 def test_claim_forest_draws_an_interval_past_the_possible_range_up_to_it_and_marks_it(tmp_path, captured,
                                                                                       monkeypatch):
     """Three seeds that disagree wildly give a t-interval wider than ±100 points (MR² on MNIST-1D after

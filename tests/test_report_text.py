@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 import results_data as syn
 from mr2.results import groups as G
@@ -209,3 +210,13 @@ def test_findings_compare_with_the_paper_only_on_cifar100_with_erm_and_mr2():
         if compared:
             assert paper[0].startswith("- Against the paper's CIFAR-100 numbers (third-party summary, unverified; our "
                                        "default variants): ERM all ") and paper[0].endswith("(paper 58.5).")
+
+
+def test_a_missing_caption_is_an_error_naming_its_file_and_the_option(tmp_path):
+    from mr2.results.plotting import caption
+
+    (tmp_path / "a.rst").write_text("  The caption.\n\n", encoding="utf-8")
+    assert caption(tmp_path, "a") == "The caption."
+    with pytest.raises(FileNotFoundError) as error:
+        caption(tmp_path, "b")
+    assert str(error.value) == f"caption {tmp_path / 'b.rst'} not found; give --captions the workflow's report folder"

@@ -303,6 +303,28 @@ def test_classes_without_test_samples_are_in_no_group():
     assert groups.value_counts().to_dict() == {"hard": 3, "medium": 2, "easy": 2}
 
 
+def test_held_out_groups_by_hand_from_the_reference_default_runs_of_the_other_seed():
+    """Two seeds of ERM rank three classes in opposite orders, so seed 0's groups come from seed 1
+    (c0 hard, c2 easy) and seed 1's from seed 0 (c2 hard, c0 easy). Decoys that would rank otherwise:
+    another method and an ERM variant. Rows keep the order of first appearance (dataset dB first)."""
+    acc = {("erm", "default", 0): (0.9, 0.5, 0.1), ("erm", "default", 1): (0.1, 0.5, 0.9),
+           ("erm", "lam=1", 0): (0.1, 0.5, 0.9), ("erm", "lam=1", 1): (0.9, 0.5, 0.1),
+           ("other", "default", 0): (0.1, 0.5, 0.9), ("other", "default", 1): (0.9, 0.5, 0.1),
+           ("mr2", "default", 0): (0.2, 0.4, 0.7), ("mr2", "default", 1): (0.3, 0.6, 0.8)}
+    per_class = pd.DataFrame([{"dataset": d, "method": m, "variant": v, "seed": s, "class": c, "accuracy": a[c]}
+                              for d in ("dB", "dA") for (m, v, s), a in acc.items() for c in range(3)])
+    out = G.held_out_group_accuracy(per_class)
+    assert list(out.columns[:4]) == ["dataset", "method", "variant", "seed"] and len(out) == 2 * len(acc)
+    assert out["dataset"].tolist() == ["dB"] * len(acc) + ["dA"] * len(acc)
+    mr2 = out[(out["dataset"] == "dA") & (out["method"] == "mr2")].set_index("seed")
+    assert mr2.loc[0, "hard"] == pytest.approx(0.2) and mr2.loc[0, "easy"] == pytest.approx(0.7)
+    assert mr2.loc[1, "hard"] == pytest.approx(0.8) and mr2.loc[1, "easy"] == pytest.approx(0.3)
+    assert mr2.loc[0, "medium"] == pytest.approx(0.4) and mr2.loc[0, "all"] == pytest.approx(1.3 / 3)
+    assert mr2.loc[1, "worst"] == pytest.approx(0.3)
+    one_seed = G.held_out_group_accuracy(per_class[per_class["seed"] == 0])
+    assert one_seed.empty and list(one_seed.columns) == ["dataset", "method", "variant", "seed", "all", "worst"]
+
+
 def test_held_out_groups_remove_the_regression_to_the_mean():
     """A method equal to ERM in distribution (both pure noise around the same per-class accuracy):
     ranked on the compared ERM runs it gains on hard classes and loses on easy ones; with each
