@@ -122,10 +122,10 @@ def test_report_shows_the_figures_the_run_holds_and_those_it_cannot_judge(tmp_pa
 #: class accuracies of the reference (three classes: easy, medium, hard in every seed) and the
 #: per-seed change in points of each method on each class (seeds 0, 1, 2)
 BASE_ACC = (0.90, 0.60, 0.30)
-DELTAS = {"base": ((0, 0, 0),) * 3,
-          "mr2": ((-0.1, 0.1, 0.0), (1, 2, 3), (4, 5, 6)),
-          "mr2_uniform": ((0, 0, 0), (0, 0, 0), (1, 3, 2)),
-          "focal": ((-3, -4, -5), (0, 0, 0), (2, 3, 4))}
+DELTAS = {"base": ((0, 0, 0),) * 3, "twin": ((0, 0, 0),) * 3,
+          "mr2": ((-0.1, 0.1, 0.0), (1, 2, 3), (4, 5, 7)),
+          "mr2_uniform": ((0, 0, 0), (0, 0, 0), (1, 2, 3)),
+          "focal": ((-3, -4, -5), (0, 1, 0), (2, 3, 4))}
 
 
 def findings_tables(datasets_methods):
@@ -220,3 +220,39 @@ def test_a_missing_caption_is_an_error_naming_its_file_and_the_option(tmp_path):
     with pytest.raises(FileNotFoundError) as error:
         caption(tmp_path, "b")
     assert str(error.value) == f"caption {tmp_path / 'b.rst'} not found; give --captions the workflow's report folder"
+
+
+def test_baseline_findings_sentence_by_sentence():
+    """Three baselines in table order: focal trades easy for hard, late shares no seed with the
+    reference, twin equals it on every seed; MR² against each (an effect of interest of 0.1 point
+    makes MR²'s easy-class tie against twin underpowered); the summary by outcome; nothing for a
+    dataset without the reference."""
+    from mr2.results.report import baseline_findings
+    from mr2.results.tables import per_run_metrics
+
+    pc, runs = findings_tables({"dB": ("base", "mr2", "focal", "twin")})
+    late = pc[pc["method"] == "focal"].assign(method="late", seed=5)
+    order = ["base", "mr2", "focal", "late", "twin"]
+    pc = pd.concat([pc, late]).sort_values("method", key=lambda m: m.map(order.index), kind="stable")
+    runs = pd.concat([runs, runs[runs["method"] == "focal"].assign(method="late", seed=5)])
+    per_run = per_run_metrics(pc, runs, G.difficulty_table(pc, reference="base"))
+    lines = baseline_findings(per_run, "dB", reference="base", effect_of_interest=0.1)
+
+    def fmt(method, against, metric):
+        return interval(change(method, against, metric))
+
+    trade = "trades easy for hard (the trade-off the paper attributes to other methods)"
+    same = "no clear difference"  # twin equals the reference in every seed: Δ = 0 exactly
+    assert lines == [
+        f"- `focal` against BASE (3 seeds): hard classes {fmt('focal', 'base', 'hard')} (higher); easy classes "
+        f"{fmt('focal', 'base', 'easy')} (lower); all classes {fmt('focal', 'base', 'all')} (underpowered). It {trade}. "
+        f"MR² against it: hard classes {fmt('mr2', 'focal', 'hard')} (higher); easy classes "
+        f"{fmt('mr2', 'focal', 'easy')} (higher).",
+        "- `late` shares no seed with BASE here: no paired comparison.",
+        f"- `twin` against BASE (3 seeds): hard classes {fmt('twin', 'base', 'hard')} ({same}); easy "
+        f"classes {fmt('twin', 'base', 'easy')} ({same}); all classes {fmt('twin', 'base', 'all')} "
+        f"({same}). It is identical to BASE on every seed. MR² against it: hard classes "
+        f"{fmt('mr2', 'base', 'hard')} (higher); easy classes {fmt('mr2', 'base', 'easy')} (underpowered).",
+        f"- Baselines by outcome: {trade}: `focal`; is identical to BASE on every seed: `twin`.",
+    ]
+    assert baseline_findings(per_run[per_run["method"] != "base"], "dB", reference="base") == []

@@ -357,6 +357,7 @@ def test_snapshot_verdicts_read_every_snapshot_folder_in_order(tmp_path):
         assert table.loc[1, part] == table.loc[0, part] and table.loc[1, f"{part}_detail"] == table.loc[0, f"{part}_detail"]
     assert table.loc[0, "hard_up"] == "supported" and table.loc[0, "ablations_below"] == "supported"
     assert (table.loc[1, "ablations_below"], table.loc[1, "above_baselines"]) == (V.NOT_COMPUTED, V.NOT_COMPUTED)
+    assert (table.loc[1, "ablations_below_detail"], table.loc[1, "above_baselines_detail"]) == ("", "")
     empty = tmp_path / "empty"
     empty.mkdir()
     assert V.snapshot_verdicts(empty).empty
@@ -414,6 +415,30 @@ def test_a_results_table_of_the_reference_alone_has_no_comparisons():
     table = R.results_table(pc, None, G.difficulty_table(pc))
     back = V.comparisons_from_results(table, "erm")
     assert back.empty and list(back.columns) == R.COMPARISON_COLUMNS
+
+
+def test_verdict_table_rows_per_dataset_with_their_settings_and_the_erm_default():
+    """Dataset d ran ERM and MR², e only ERM (its parts are not run, though d's MR² ran the default
+    variant); settings give d's first row only and nothing for e (empty cells)."""
+    pc = three_class({"mr2": (0.0, 0.0, 0.06)}, noise=0.004)
+    pc = pd.concat([pc, pc[pc["method"] == "erm"].assign(dataset="e")], ignore_index=True)
+    comparisons = R.comparisons_table(pc, None, G.difficulty_table(pc), "erm")
+    settings = pd.DataFrame({"dataset": ["d", "d"], "data": ["dd", "dd"], "model": ["m1", "m2"], "regime": ["r1", "r2"]})
+    table = V.verdict_table(comparisons, pc[["dataset", "method", "variant"]].drop_duplicates(), settings)
+    assert table["dataset"].tolist() == ["d", "e"]
+    assert table.loc[0, ["data", "model", "regime"]].tolist() == ["dd", "m1", "r1"]
+    assert table.loc[1, ["data", "model", "regime"]].tolist() == ["", "", ""]
+    assert table.loc[0, "hard_up"] == "supported"
+    assert all(table.loc[1, part] == V.NOT_RUN for part in V.PARTS)
+
+
+def test_cells_not_run_or_not_computed_have_no_detail():
+    none = pd.DataFrame(columns=["dataset", "method", "variant", "against", "against_variant", "metric", "word",
+                                 "diff", "diff_lo", "diff_hi"])
+    cells = V.verdict_cells(none, {"erm"})
+    assert cells == {part: (V.NOT_RUN, "") for part in V.PARTS}
+    cells = V.verdict_cells(none, {"erm", "mr2", "mr2_uniform", "ldam"})
+    assert cells == {part: (V.NOT_COMPUTED, "") for part in V.PARTS}
 
 
 def test_small_cells_of_the_verdict_table():
