@@ -15,7 +15,9 @@
 # copy of the working tree under $MUTATION_DIR (default: a temporary folder), never in the
 # repository. Environment: PYTHON (default: the project venv's python, else python3),
 # MUTATION_JOBS (parallel children, default 2), MUTATION_BUDGET (seconds per target, default
-# 1800; the run is stopped there and the mutants not yet run are reported as not checked).
+# 1800; the run is stopped there and the mutants not yet run are reported as not checked),
+# MUTATION_TESTS (pytest arguments joined by commas, instead of the target's test files: a file's
+# own fast tests, e.g. "tests/test_verdicts.py,-k,not report").
 # Writes mutmut's table of every mutant and a one-line score per target to
 # $MUTATION_DIR/<target>.results / .score and prints them; docs/mutation.md records the last run.
 set -euo pipefail
@@ -56,6 +58,8 @@ tests_for() {
 [ $# -gt 0 ] || set -- method theory
 for target in "$@"; do
     only="$(only_for "$target")"
+    selection="$(tests_for "$target")"
+    [ -z "${MUTATION_TESTS:-}" ] || selection="$(printf '%s' "$MUTATION_TESTS" | sed 's/"/\\"/g; s/,/", "/g; s/.*/"&"/')"
     name="$(echo "$target" | tr '/.,' '___')"
     work="$OUT/$name"
     rm -rf "$work" && mkdir -p "$work"
@@ -68,7 +72,7 @@ source_paths = ["mr2", "theory"]
 only_mutate = [$only]
 also_copy = [$top]
 pytest_add_cli_args = ["-p", "no:cacheprovider", "-q"]
-pytest_add_cli_args_test_selection = [$(tests_for "$target")]
+pytest_add_cli_args_test_selection = [$selection]
 use_git_change_detection = false
 EOF
     echo "== $target: mutating $only in $work (budget ${BUDGET}s, $JOBS children)"

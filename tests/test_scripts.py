@@ -111,7 +111,8 @@ def test_mutation_script_names_existing_test_files_and_refuses_unknown_targets(t
 
 def test_mutation_script_mutates_several_files_of_a_comma_list_in_one_run(tmp_path):
     """``a.py,b.py``: one work folder whose mutmut config mutates exactly those two files and runs
-    the results' tests (a stub mutmut: nothing is mutated or run)."""
+    the results' tests; MUTATION_TESTS replaces the tests, quoted for TOML (a stub mutmut: nothing
+    is mutated or run)."""
     fake = tmp_path / "python"
     fake.write_text("#!/bin/sh\nexit 0\n")
     fake.chmod(0o755)
@@ -124,3 +125,10 @@ def test_mutation_script_mutates_several_files_of_a_comma_list_in_one_run(tmp_pa
     config = (tmp_path / "out" / "mr2_results_groups_py_mr2_results_tradeoff_py" / "pyproject.toml").read_text()
     assert 'only_mutate = ["mr2/results/groups.py", "mr2/results/tradeoff.py"]' in config
     assert '"tests/test_results.py"' in config and '"tests/test_losses.py"' not in config
+    env = {**os.environ, "PYTHON": str(fake), "MUTATION_DIR": str(tmp_path / "own"),
+           "MUTATION_TESTS": 'tests/test_verdicts.py,-k,not report and not "x"'}
+    out = subprocess.run(["bash", str(REPO / "scripts" / "mutation.sh"), "mr2/results/statistics.py"],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    config = (tmp_path / "own" / "mr2_results_statistics_py" / "pyproject.toml").read_text()
+    assert 'pytest_add_cli_args_test_selection = ["tests/test_verdicts.py", "-k", "not report and not \\"x\\""]' in config
