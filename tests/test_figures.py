@@ -313,6 +313,12 @@ def test_claim_forest_draws_each_methods_paired_difference_and_interval(tmp_path
         assert mr2.lines[0].get_xdata()[i] == pytest.approx(d.mean())
         (lo, _), (hi, _) = bars.get_segments()[i]
         assert (lo, hi) == pytest.approx((d.mean() - half, d.mean() + half))
+    # the n methods' points sit in their metric's row, 1/(n+1) apart and centred on it
+    n = len(ax.containers)
+    assert n == 3
+    for i, container in enumerate(ax.containers):
+        offset = (i - (n - 1) / 2) / (n + 1)
+        assert list(container.lines[0].get_ydata()) == pytest.approx([m + offset for m in range(5)])
 
 
 def test_claim_forest_of_chosen_methods_only_and_a_placeholder_without_pairs(tmp_path, drawn):
