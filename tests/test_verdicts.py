@@ -599,3 +599,43 @@ def test_verdict_markdown_names_the_snapshot_and_its_config_when_they_differ():
 
 def test_verdict_markdown_of_no_setting():
     assert V.verdict_markdown(pd.DataFrame()) == "No setting has been run.\n"
+
+
+# ----------------------------------------------------------------------------- statistics at their boundaries
+def test_two_seeds_give_an_interval_and_a_paired_sd():
+    """n = 2 is the first n with an interval: mean ± t_{0.975, 1}·sd/√2, here sd = √2 (by hand)."""
+    iv = S.t_interval([1.0, 3.0])
+    half = stats.t.ppf(0.975, 1) * math.sqrt(2) / math.sqrt(2)
+    assert iv["n"] == 2 and iv["mean"] == 2.0
+    assert (iv["lo"], iv["hi"]) == pytest.approx((2.0 - half, 2.0 + half))
+    d = S.paired_difference(np.array([3.0, 5.0]), np.array([2.0, 2.0]))  # differences 1 and 3
+    assert d["diff"] == 2.0 and d["diff_sd"] == pytest.approx(math.sqrt(2)) and d["n_paired"] == 2
+    assert math.isnan(S.paired_difference(np.array([3.0]), np.array([2.0]))["diff_sd"])
+
+
+def test_paired_difference_tests_its_mde_at_its_own_level():
+    d = S.paired_difference(np.array([1.0, 2.5, 2.0, 4.0]), np.zeros(4), level=0.8)
+    sd = np.std([1.0, 2.5, 2.0, 4.0], ddof=1)
+    assert d["mde"] == pytest.approx(S.minimum_detectable_effect(sd, 4, alpha=0.2))
+    assert d["mde"] < S.minimum_detectable_effect(sd, 4, alpha=0.05)  # a looser test detects less
+    assert math.isnan(S.minimum_detectable_effect(None, 4)) and math.isnan(S.minimum_detectable_effect(math.nan, 4))
+
+
+def test_an_interval_that_reaches_zero_contains_it():
+    assert S.verdict(1.0, 0.0, 2.0) == "no clear difference" and S.verdict(-1.0, -2.0, 0.0) == "no clear difference"
+    assert S.verdict(1.0, 1e-12, 2.0) == "higher" and S.verdict(-1.0, -2.0, -1e-12) == "lower"
+
+
+def test_an_interval_of_no_width_away_from_zero_is_undetermined_with_a_relative_tolerance():
+    assert S.verdict(3.0, 3.0, 3.0) == "undetermined (no spread between seeds)"
+    assert S.verdict(0.0, 0.0, 0.0) == "no clear difference"
+    # width 4e-6 at a difference of 1e4: within the tolerance 1e-9·|Δ| = 1e-5, so no spread
+    assert S.verdict(1e4, 1e4 - 2e-6, 1e4 + 2e-6) == "undetermined (no spread between seeds)"
+    assert S.verdict(1e4, 1e4 - 2e-5, 1e4 + 2e-5) == "higher"
+
+
+def test_one_of_many_counts_in_words():
+    assert S.one_of_many(2, 60) == ("2 intervals of 60 exclude 0, about what 5 % of 60 comparisons give by chance "
+                                    "(3.0 expected): one of many comparisons, not a finding")
+    assert S.one_of_many(1, 10, level=0.8) == ("1 interval of 10 excludes 0, about what 20 % of 10 comparisons give "
+                                               "by chance (2.0 expected): one of many comparisons, not a finding")
