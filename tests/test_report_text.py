@@ -171,8 +171,9 @@ def test_findings_sentence_by_sentence_with_another_reference():
 
     pc, runs = findings_tables({"dB": ("base", "mr2", "mr2_uniform", "focal"), "dA": ("base", "focal")})
     groups = G.difficulty_table(pc, reference="base")
-    lines = findings(pc, runs, groups, reference="base")
-    words = {"hard": "higher", "easy": "no clear difference", "all": "higher", "top1": "higher", "worst": "higher"}
+    lines = findings(pc, runs, groups, reference="base", effect_of_interest=0.1)
+    # an effect of interest of 0.1 point: the easy classes' tie (MDE about 0.3) is underpowered
+    words = {"hard": "higher", "easy": "underpowered", "all": "higher", "top1": "higher", "worst": "higher"}
     names = {"hard": "hard classes", "easy": "easy classes", "all": "all classes (mean per-class)",
              "top1": "overall top-1", "worst": "worst class"}
     mr2_line = ("- MR² against BASE, paired by seed (3 seeds): "
@@ -180,7 +181,7 @@ def test_findings_sentence_by_sentence_with_another_reference():
     held_out = ("- The same with each seed's groups ranked on the BASE runs of the other seeds (ranking and comparing "
                 "on the same runs favours a hard-class gain and an easy-class loss by regression to the mean; this "
                 f"check has no such bias): hard classes {interval(change('mr2', 'base', 'hard'))} (higher); easy "
-                f"classes {interval(change('mr2', 'base', 'easy'))} (no clear difference).")
+                f"classes {interval(change('mr2', 'base', 'easy'))} (underpowered).")
     ablation = ("- Full MR² against the ablation `mr2_uniform`: "
                 f"all {interval(change('mr2', 'mr2_uniform', 'all'))} (higher for MR²); "
                 f"hard {interval(change('mr2', 'mr2_uniform', 'hard'))} (higher for MR²). "
@@ -256,3 +257,17 @@ def test_baseline_findings_sentence_by_sentence():
         f"- Baselines by outcome: {trade}: `focal`; is identical to BASE on every seed: `twin`.",
     ]
     assert baseline_findings(per_run[per_run["method"] != "base"], "dB", reference="base") == []
+
+
+def test_claim_verdict_in_words():
+    from mr2.results.report import claim_verdict
+
+    few = "undetermined (too few seeds for an interval)"
+    assert claim_verdict({"hard": few, "easy": "higher", "top1": "higher"}) == \
+        "**undetermined** here (too few paired seeds for an interval)."
+    assert claim_verdict({"hard": "underpowered", "easy": "lower", "top1": "underpowered", "all": "higher"}) == (
+        "**not supported** here at the 95 % level (underpowered for the hard classes, overall top-1: a change of "
+        "the effect of interest could have gone unseen).")
+    assert claim_verdict({"hard": "higher", "easy": "no clear difference", "all": "lower"}) == \
+        "**not supported** here at the 95 % level."
+    assert claim_verdict({"hard": "higher", "easy": "underpowered", "all": "higher"}) == "**supported** here."
