@@ -193,6 +193,8 @@ def test_findings_sentence_by_sentence_with_another_reference():
     focal_b = [line for line in lines[5:at] if line.startswith("- `focal` against BASE (3 seeds)")]
     assert len(focal_b) == 1 and lines[at - 1] == "" and lines[at - 2].startswith("- Baselines by outcome: ")
     assert f"hard classes {interval(change('focal', 'base', 'hard'))} (higher)" in focal_b[0]
+    # its all-classes tie (MDE 0.6) is underpowered only at the effect of interest passed (0.1, not 1)
+    assert f"all classes {interval(change('focal', 'base', 'all'))} (underpowered)" in focal_b[0]
     dA = lines[at:]
     assert dA[-1] == "" and not any("MR²" in line.split(". ")[0] for line in dA[1:-1])
     assert any(line.startswith("- `focal` against BASE (3 seeds)") for line in dA)
@@ -211,6 +213,7 @@ def test_findings_compare_with_the_paper_only_on_cifar100_with_erm_and_mr2():
         if compared:
             assert paper[0].startswith("- Against the paper's CIFAR-100 numbers (third-party summary, unverified; our "
                                        "default variants): ERM all ") and paper[0].endswith("(paper 58.5).")
+            assert "(paper 56.7); MR2 all " in paper[0]
 
 
 def test_a_missing_caption_is_an_error_naming_its_file_and_the_option(tmp_path):
