@@ -274,3 +274,18 @@ def test_claim_verdict_in_words():
     assert claim_verdict({"hard": "higher", "easy": "no clear difference", "all": "lower"}) == \
         "**not supported** here at the 95 % level."
     assert claim_verdict({"hard": "higher", "easy": "underpowered", "all": "higher"}) == "**supported** here."
+
+
+def test_method_options_line_by_hand():
+    """Options ordered c̄, λ, p, β, then others by name; text options as written, numbers as %g;
+    two values of one option both listed; a method whose options are all missing named nowhere;
+    no line when no default run has any option."""
+    runs = pd.DataFrame({"dataset": ["a", "b", "a", "a"], "method": ["mr2", "mr2", "erm", "mr2"],
+                         "variant": ["default", "default", "default", "lam=1"],
+                         "config.method.options.statistic": ["spread", "spread", None, "a"],
+                         "config.method.options.lam": [0.1, 0.25, None, 1.0],
+                         "config.method.options.c_bar": [1.0, 1.0, None, 1.0]})
+    assert method_options_line(runs) == ("Method options as run (each run's resolved config): "
+                                         "MR²: c̄ = 1, λ = 0.1, 0.25, statistic = spread.")
+    none = runs.assign(**{c: None for c in runs if c.startswith("config.")})
+    assert method_options_line(none) is None
