@@ -289,3 +289,37 @@ def test_method_options_line_by_hand():
                                          "MR²: c̄ = 1, λ = 0.1, 0.25, statistic = spread.")
     none = runs.assign(**{c: None for c in runs if c.startswith("config.")})
     assert method_options_line(none) is None
+
+
+def test_report_body_assembles_its_parts_with_the_arguments_given(tmp_path):
+    """The report's body, from the groups' note to the next steps' sections, is exactly its parts in
+    order, each computed with the reference, MR² method and effect of interest the report was given
+    (the parts themselves are tested on their own above and in test_verdicts)."""
+    from mr2.results.plotting import caption
+    from mr2.results.report import findings
+    from mr2.results.tables import comparisons_table
+    from mr2.results.verdicts import settings_table, verdict_markdown, verdict_table
+
+    t = syn.tables(datasets=("dB", "dA"), methods=("erm", "mr2"), seeds=(2, 0, 1))
+    for name in ("per_class", "runs", "epochs"):
+        t[name]["method"] = t[name]["method"].replace({"erm": "base"})
+    t["runs"]["config.data.name"] = "data_" + t["runs"]["dataset"]  # a setting that names its data
+    pc, runs = t["per_class"], t["runs"]
+    t["groups"] = groups = G.difficulty_table(pc, reference="base")
+    text = write_report(t, "| table |", {}, tmp_path / "report.md", CAPTIONS, {"seeds": [0]}, reference="base",
+                        sections=["## From another step\n\nIts text."], effect_of_interest=0.1)
+    verdict = verdict_markdown(verdict_table(comparisons_table(pc, runs, groups, "base", effect_of_interest=0.1),
+                                             pc[["dataset", "method", "variant"]].drop_duplicates(),
+                                             settings_table(runs), "base")).strip()
+    expected = "\n".join([
+        "Easy/medium/hard: thirds of the classes ranked by the reference method's per-class test accuracy "
+        "(`base`, mean over seeds) — our reading of the paper, whose rule is unpublished; classes without test "
+        "samples are in no group. Ranking and comparing on the same reference runs favours a hard-class gain by "
+        "regression to the mean, so the findings repeat MR²'s hard/easy differences with each seed's groups "
+        "ranked on the reference's other seeds. Model selection never uses test data.",
+        "", "## Verdict", "", verdict, "", "## Results", "", caption(CAPTIONS, "results_table"), "", "| table |", "",
+        "## What we find", "", *findings(pc, runs, groups, "base", 0.1), *class_findings(pc, "base", "mr2"), "",
+        "## From another step\n\nIts text.\n"])
+    assert expected in text
+    assert "| dB, data_dB, all × 4 ep |" in verdict  # the settings of the runs table
+    assert findings(pc, runs, groups, "base", 0.1) != findings(pc, runs, groups, "base")  # the effect matters here
