@@ -307,8 +307,8 @@ def test_report_body_assembles_its_parts_with_the_arguments_given(tmp_path):
     pc, runs = t["per_class"], t["runs"]
     t["groups"] = groups = G.difficulty_table(pc, reference="base")
     text = write_report(t, "| table |", {}, tmp_path / "report.md", CAPTIONS, {"seeds": [0]}, reference="base",
-                        sections=["## From another step\n\nIts text."], effect_of_interest=0.1)
-    verdict = verdict_markdown(verdict_table(comparisons_table(pc, runs, groups, "base", effect_of_interest=0.1),
+                        sections=["## From another step\n\nIts text."], effect_of_interest=5.0)
+    verdict = verdict_markdown(verdict_table(comparisons_table(pc, runs, groups, "base", effect_of_interest=5.0),
                                              pc[["dataset", "method", "variant"]].drop_duplicates(),
                                              settings_table(runs), "base")).strip()
     expected = "\n".join([
@@ -318,8 +318,11 @@ def test_report_body_assembles_its_parts_with_the_arguments_given(tmp_path):
         "regression to the mean, so the findings repeat MR²'s hard/easy differences with each seed's groups "
         "ranked on the reference's other seeds. Model selection never uses test data.",
         "", "## Verdict", "", verdict, "", "## Results", "", caption(CAPTIONS, "results_table"), "", "| table |", "",
-        "## What we find", "", *findings(pc, runs, groups, "base", 0.1), *class_findings(pc, "base", "mr2"), "",
+        "## What we find", "", *findings(pc, runs, groups, "base", 5.0), *class_findings(pc, "base", "mr2"), "",
         "## From another step\n\nIts text.\n"])
     assert expected in text
     assert "| dB, data_dB, all × 4 ep |" in verdict  # the settings of the runs table
-    assert findings(pc, runs, groups, "base", 0.1) != findings(pc, runs, groups, "base")  # the effect matters here
+    assert findings(pc, runs, groups, "base", 5.0) != findings(pc, runs, groups, "base")  # the effect matters here
+    assert verdict != verdict_markdown(verdict_table(comparisons_table(pc, runs, groups, "base"),
+                                                     pc[["dataset", "method", "variant"]].drop_duplicates(),
+                                                     settings_table(runs), "base")).strip()
