@@ -69,7 +69,7 @@ def test_class_findings_of_another_method_name_it():
     assert class_findings(table, reference="base", method="mr2") == []  # no such method: no line
 
 
-def report_of(tmp_path, figures, options=True):
+def report_of(tmp_path, figures, options=True, margins=True, config=None):
     """A report of two datasets (given in the order dB, dA), the reference ``base``, the MR² method
     ``mr2b`` (its margins logged under that name), seeds given as 2, 0, 1; without the method options
     in the runs table unless ``options``."""
@@ -77,12 +77,14 @@ def report_of(tmp_path, figures, options=True):
     for name in ("per_class", "runs", "epochs"):
         t[name]["method"] = t[name]["method"].replace({"erm": "base", "mr2": "mr2b"})
     t["groups"] = G.difficulty_table(t["per_class"], reference="base")
+    if not margins:  # no margins logged
+        t["epochs"] = t["epochs"][t["epochs"]["name"] != "gamma"]
     if not options:  # a runs table without the resolved configs' method options
         t["runs"] = t["runs"][[c for c in t["runs"] if not c.startswith("config.method.options.")]]
     captions = tmp_path / "captions"
     shutil.copytree(CAPTIONS, captions)
     (captions / "my_extra.rst").write_text("A figure the tables know nothing of.\n", encoding="utf-8")
-    text = write_report(t, "| table |", figures, tmp_path / "report.md", captions, {"seeds": [2, 0, 1]},
+    text = write_report(t, "| table |", figures, tmp_path / "report.md", captions, config or {"seeds": [2, 0, 1]},
                         reference="base", method="mr2b", sweep_method="mr2b")
     return t, text
 
@@ -326,3 +328,18 @@ def test_report_body_assembles_its_parts_with_the_arguments_given(tmp_path):
     assert verdict != verdict_markdown(verdict_table(comparisons_table(pc, runs, groups, "base"),
                                                      pc[["dataset", "method", "variant"]].drop_duplicates(),
                                                      settings_table(runs), "base")).strip()
+
+
+def test_report_ends_with_more_figures_what_the_run_lacks_and_the_config_as_given(tmp_path):
+    """No margins of mr2b logged, no sweep, no regimes: one line each naming the config that runs it
+    (with the method's name); the config in its own key order, in a YAML block."""
+    _, text = report_of(tmp_path, {"my_extra": "figures/my_extra.png"}, margins=False,
+                        config={"seeds": [2, 0], "data": {"name": "toy", "batch": 8}})
+    assert text.endswith(
+        "## More figures\n\n### My extra\n\n![my_extra](figures/my_extra.png)\n\n"
+        "A figure the tables know nothing of.\n\n"
+        "## Not in this run\n\n"
+        "- No run of mr2b logged its margins: `config/config.yaml` runs MR².\n"
+        "- No c̄ or λ sweep in this run: `config/sweeps.yaml` runs one (the paper's Fig. 5).\n"
+        "- No data trained in several regimes (training-set size × epochs): `config/regimes.yaml` runs that.\n\n"
+        "## Configuration\n\n```yaml\nseeds:\n- 2\n- 0\ndata:\n  name: toy\n  batch: 8\n```\n")
