@@ -343,3 +343,12 @@ def test_report_ends_with_more_figures_what_the_run_lacks_and_the_config_as_give
         "- No c̄ or λ sweep in this run: `config/sweeps.yaml` runs one (the paper's Fig. 5).\n"
         "- No data trained in several regimes (training-set size × epochs): `config/regimes.yaml` runs that.\n\n"
         "## Configuration\n\n```yaml\nseeds:\n- 2\n- 0\ndata:\n  name: toy\n  batch: 8\n```\n")
+
+
+def test_a_difference_without_an_mde_closes_its_interval():
+    from mr2.results.report import _fmt, _word
+
+    d = {"diff": 1.0, "diff_lo": 0.5, "diff_hi": 1.5}
+    assert _fmt(d) == "+1.0 points [95 % CI +0.5, +1.5]"
+    assert _fmt({**d, "mde": 0.25}) == "+1.0 points [95 % CI +0.5, +1.5; MDE 0.2]"
+    assert _word({"diff": 0.0, "diff_lo": -1.0, "diff_hi": 1.0}, 1.0) == "underpowered"  # no MDE: not shown
