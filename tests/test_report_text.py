@@ -306,6 +306,7 @@ def test_report_body_assembles_its_parts_with_the_arguments_given(tmp_path):
     for name in ("per_class", "runs", "epochs"):
         t[name]["method"] = t[name]["method"].replace({"erm": "base"})
     t["runs"]["config.data.name"] = "data_" + t["runs"]["dataset"]  # a setting that names its data
+    t["runs"].loc[t["runs"]["method"] == "mr2", "top1"] -= 0.05  # overall up by the classes' mean, down by top-1
     pc, runs = t["per_class"], t["runs"]
     t["groups"] = groups = G.difficulty_table(pc, reference="base")
     text = write_report(t, "| table |", {}, tmp_path / "report.md", CAPTIONS, {"seeds": [0]}, reference="base",
@@ -324,6 +325,7 @@ def test_report_body_assembles_its_parts_with_the_arguments_given(tmp_path):
         "## From another step\n\nIts text.\n"])
     assert expected in text
     assert "| dB, data_dB, all × 4 ep |" in verdict  # the settings of the runs table
+    assert "| **contradicted** -3.9 [" in verdict  # overall up is read on top-1, which the runs table holds
     assert findings(pc, runs, groups, "base", 5.0) != findings(pc, runs, groups, "base")  # the effect matters here
     assert verdict != verdict_markdown(verdict_table(comparisons_table(pc, runs, groups, "base"),
                                                      pc[["dataset", "method", "variant"]].drop_duplicates(),
