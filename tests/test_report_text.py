@@ -69,7 +69,7 @@ def test_class_findings_of_another_method_name_it():
     assert class_findings(table, reference="base", method="mr2") == []  # no such method: no line
 
 
-def report_of(tmp_path, figures, options=True, margins=True, config=None):
+def report_of(tmp_path, figures, options=True, margins=True, config=None, html_out=None):
     """A report of two datasets (given in the order dB, dA), the reference ``base``, the MR² method
     ``mr2b`` (its margins logged under that name), seeds given as 2, 0, 1; without the method options
     in the runs table unless ``options``."""
@@ -85,7 +85,7 @@ def report_of(tmp_path, figures, options=True, margins=True, config=None):
     shutil.copytree(CAPTIONS, captions)
     (captions / "my_extra.rst").write_text("A figure the tables know nothing of.\n", encoding="utf-8")
     text = write_report(t, "| table |", figures, tmp_path / "report.md", captions, config or {"seeds": [2, 0, 1]},
-                        reference="base", method="mr2b", sweep_method="mr2b")
+                        reference="base", method="mr2b", sweep_method="mr2b", html_out=html_out)
     return t, text
 
 
@@ -354,3 +354,13 @@ def test_a_difference_without_an_mde_closes_its_interval():
     assert _fmt(d) == "+1.0 points [95 % CI +0.5, +1.5]"
     assert _fmt({**d, "mde": 0.25}) == "+1.0 points [95 % CI +0.5, +1.5; MDE 0.2]"
     assert _word({"diff": 0.0, "diff_lo": -1.0, "diff_hi": 1.0}, 1.0) == "underpowered"  # no MDE: not shown
+
+
+def test_report_as_html_page_beside_the_markdown(tmp_path):
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "my_extra.png").write_bytes(b"\x89PNG made up")
+    _, text = report_of(tmp_path, {"my_extra": "figures/my_extra.png"}, html_out=tmp_path / "page" / "report.html")
+    page = (tmp_path / "page" / "report.html").read_text(encoding="utf-8")
+    assert (tmp_path / "report.md").read_text(encoding="utf-8") == text
+    assert "MR² replication report</h1>" in page and "12 runs: datasets dB, dA" in page
+    assert "data:image/png;base64," in page  # the figure found beside the Markdown, not beside the page
