@@ -116,6 +116,7 @@ def test_report_shows_the_figures_the_run_holds_and_those_it_cannot_judge(tmp_pa
     images = [line for line in text.splitlines() if line.startswith("![")]
     assert images == ["![margins_over_training](figures/margins_over_training.png)", "![my_extra](figures/my_extra.png)"]
     assert "A figure the tables know nothing of." in text
+    assert "- `dB`, per class (mr2b against BASE, figure `change_vs_erm`): " in text  # the MR² method given
     missing = text[text.index("## Not in this run"):text.index("## Configuration")]
     assert "`config/sweeps.yaml`" in missing
 
@@ -124,10 +125,11 @@ def test_report_shows_the_figures_the_run_holds_and_those_it_cannot_judge(tmp_pa
 #: class accuracies of the reference (three classes: easy, medium, hard in every seed) and the
 #: per-seed change in points of each method on each class (seeds 0, 1, 2)
 BASE_ACC = (0.90, 0.60, 0.30)
-DELTAS = {"base": ((0, 0, 0),) * 3, "twin": ((0, 0, 0),) * 3,
+DELTAS = {"base": ((0, 0, 0),) * 3, "twin": ((0, 0, 0),) * 3, "shift": ((1, 1, 1),) * 3,
           "mr2": ((-0.1, 0.1, 0.0), (1, 2, 3), (4, 5, 7)),
           "mr2_uniform": ((0, 0, 0), (0, 0, 0), (1, 2, 3)),
           "focal": ((-3, -4, -5), (0, 1, 0), (2, 3, 4))}
+DELTAS["focal2"] = DELTAS["focal"]
 
 
 def findings_tables(datasets_methods):
@@ -364,3 +366,15 @@ def test_report_as_html_page_beside_the_markdown(tmp_path):
     assert (tmp_path / "report.md").read_text(encoding="utf-8") == text
     assert "MR² replication report</h1>" in page and "12 runs: datasets dB, dA" in page
     assert "data:image/png;base64," in page  # the figure found beside the Markdown, not beside the page
+
+
+def test_baselines_of_one_outcome_are_listed_together_and_a_constant_shift_is_not_identical():
+    from mr2.results.report import baseline_findings
+    from mr2.results.tables import per_run_metrics
+
+    pc, runs = findings_tables({"d": ("base", "focal", "focal2", "shift")})
+    lines = baseline_findings(per_run_metrics(pc, runs, G.difficulty_table(pc, reference="base")), "d", "base")
+    shift = next(line for line in lines if line.startswith("- `shift`"))
+    assert "identical" not in shift  # +1 point in every seed: no spread, but not the reference's numbers
+    assert lines[-1] == ("- Baselines by outcome: trades easy for hard (the trade-off the paper attributes to other "
+                         "methods): `focal`, `focal2`; " + shift.split(". It ", 1)[1].rstrip(".") + ": `shift`.")
