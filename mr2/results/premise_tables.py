@@ -183,7 +183,7 @@ def epoch_correlations(epochs: pd.DataFrame, diff: pd.DataFrame) -> pd.DataFrame
     """The "epoch" rows of ``correlations``: ρ(ERM error, running statistic) after each epoch."""
     rows = epochs[epochs["class"].notna() & epochs["name"].isin(EPOCH_STATISTICS)]
     columns = RUN_KEYS + ["source", "epoch", "x", "y", "rho", "n"]
-    if rows.empty:  # typed like a filled result, so that it joins the final rows without object columns
+    if rows.empty:  # typed like a filled result: numeric epoch, rho and n
         return pd.DataFrame(columns=columns).astype({"epoch": "Int64", "rho": float, "n": "int64"})
     rows = rows.assign(**{"class": rows["class"].astype("int64")}).merge(
         diff.assign(**{"class": diff["class"].astype("int64")}), on=["dataset", "class"], how="left")
