@@ -145,7 +145,10 @@ def test_lookup_picks_the_row_of_the_asked_epoch_and_source():
                             {**keys, "variant": "default", "source": "epoch", "epoch": 2, "rho_mean": 0.3},
                             {**keys, "variant": "p=3", "source": "epoch", "epoch": 2, "rho_mean": 0.4}])
     summary["epoch"] = summary["epoch"].astype("Int64")
-    look = lambda **kw: premise_text.lookup(summary, "toy", "mr2", kw.pop("variant", "default"), "erm_error", "a", **kw)
+
+    def look(variant="default", **where):
+        return premise_text.lookup(summary, "toy", "mr2", variant, "erm_error", "a", **where)
+
     assert look()["rho_mean"] == 0.1
     assert look(source="epoch", epoch=1)["rho_mean"] == 0.2 and look(source="epoch", epoch=2)["rho_mean"] == 0.3
     assert look(variant="p=3", source="epoch", epoch=2)["rho_mean"] == 0.4

@@ -187,6 +187,10 @@ def test_final_correlations_keep_a_run_without_margins_as_undefined():
     assert len(err) == 1 + len(STATS) and err["rho"].isna().all() and (err["n"] == 0).all()
 
 
+#: rows of epoch_correlations on epochs_table: datasets × MR² variants × seeds × epochs × statistics
+EPOCH_ROWS = len(DATASETS) * 2 * len(SEEDS) * 2 * 4
+
+
 def epochs_table(pc: pd.DataFrame, as_text: bool = False) -> pd.DataFrame:
     rng = np.random.default_rng(3)
     rows = []
@@ -216,7 +220,7 @@ def test_epoch_correlations_use_only_class_rows_of_the_logged_statistics(as_text
     assert str(out["epoch"].dtype) == "Int64"
     assert set(out["y"]) == {"mean_sq_norm", "spread", "a", "gamma"} and (out["x"] == "erm_error").all()
     assert (out["source"] == "epoch").all()
-    assert len(out) == len(DATASETS) * 2 * len(SEEDS) * 2 * 4  # datasets, variants, seeds, epochs, statistics
+    assert len(out) == EPOCH_ROWS
     ref = pc[pc["method"] == "base"]
     error = 1 - ref.groupby(["dataset", "class"])["accuracy"].mean()
     for _, row in out.iterrows():
@@ -241,7 +245,7 @@ def test_epoch_correlations_keep_a_run_whose_classes_have_no_difficulty_as_undef
     pc = per_class_table()
     diff = pt.difficulty(pc, "base")
     out = pt.epoch_correlations(epochs_table(pc), diff[diff["dataset"] == "dB"])
-    assert len(out) == len(DATASETS) * 2 * len(SEEDS) * 2 * 4
+    assert len(out) == EPOCH_ROWS
     lost = out[out["dataset"] == "dA"]
     assert len(lost) == len(out) // 2 and lost["rho"].isna().all() and (lost["n"] == 0).all()
     kept = out[out["dataset"] == "dB"]
@@ -253,8 +257,7 @@ def test_analyse_appends_the_epoch_rows_after_the_final_ones_with_one_index_and_
     tables = {"per_class": pc, "groups": groups_table(), "epochs": epochs_table(pc)}
     corr = pt.analyse(tables, reference="base")["correlations"]
     final = pt.final_correlations(pc, pt.margins_table(pc, groups_table(), "base"))
-    n_epoch = len(DATASETS) * 2 * len(SEEDS) * 2 * 4
-    assert len(corr) == len(final) + n_epoch and corr.index.equals(pd.RangeIndex(len(corr)))
+    assert len(corr) == len(final) + EPOCH_ROWS and corr.index.equals(pd.RangeIndex(len(corr)))
     assert (corr["source"].iloc[:len(final)] == "final").all() and (corr["source"].iloc[len(final):] == "epoch").all()
     assert corr["epoch"].iloc[len(final):].tolist() == corr["epoch"].iloc[len(final):].astype(int).tolist()
     for tables_used in (tables, {"per_class": pc, "groups": groups_table()}):  # with and without epochs

@@ -7,12 +7,19 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 import results_data as syn
 from mr2.results import groups as G
-from mr2.results.report import class_findings, method_options_line, write_report
+from mr2.results.plotting import caption
+from mr2.results.report import (_fmt, _word, baseline_findings, claim_verdict, class_findings, findings,
+                                method_options_line, write_report)
+from mr2.results.statistics import minimum_detectable_effect
+from mr2.results.tables import comparisons_table, per_run_metrics
+from mr2.results.verdicts import settings_table, verdict_markdown, verdict_table
 
 CAPTIONS = Path(__file__).resolve().parents[1] / "workflow" / "report"
 
@@ -69,13 +76,20 @@ def test_class_findings_of_another_method_name_it():
     assert class_findings(table, reference="base", method="mr2") == []  # no such method: no line
 
 
+def base_tables(mr2="mr2"):
+    """Synthetic tables of two datasets (in the order dB, dA) with seeds given as 2, 0, 1, ERM renamed
+    to the reference ``base`` and MR² to ``mr2``."""
+    t = syn.tables(datasets=("dB", "dA"), methods=("erm", "mr2"), seeds=(2, 0, 1))
+    for name in ("per_class", "runs", "epochs"):
+        t[name]["method"] = t[name]["method"].replace({"erm": "base", "mr2": mr2})
+    return t
+
+
 def report_of(tmp_path, figures, options=True, margins=True, config=None, html_out=None):
     """A report of two datasets (given in the order dB, dA), the reference ``base``, the MR² method
     ``mr2b`` (its margins logged under that name), seeds given as 2, 0, 1; without the method options
     in the runs table unless ``options``."""
-    t = syn.tables(datasets=("dB", "dA"), methods=("erm", "mr2"), seeds=(2, 0, 1))
-    for name in ("per_class", "runs", "epochs"):
-        t[name]["method"] = t[name]["method"].replace({"erm": "base", "mr2": "mr2b"})
+    t = base_tables(mr2="mr2b")
     t["groups"] = G.difficulty_table(t["per_class"], reference="base")
     if not margins:  # no margins logged
         t["epochs"] = t["epochs"][t["epochs"]["name"] != "gamma"]
@@ -132,26 +146,26 @@ DELTAS = {"base": ((0, 0, 0),) * 3, "twin": ((0, 0, 0),) * 3, "shift": ((1, 1, 1
 DELTAS["focal2"] = DELTAS["focal"]
 
 
+def seed_accuracies(method, s):
+    """A run's class accuracies (easy, medium, hard) and its top-1 (MR²'s a little above the mean)."""
+    acc = [BASE_ACC[c] + 0.01 * s + DELTAS[method][c][s] / 100 for c in range(3)]
+    return acc, sum(acc) / 3 + 0.002 * s * (method == "mr2")
+
+
 def findings_tables(datasets_methods):
     rows, runs = [], []
     for dataset, methods in datasets_methods.items():
         for method in methods:
             for s in (0, 1, 2):
-                acc = [BASE_ACC[c] + 0.01 * s + DELTAS[method][c][s] / 100 for c in range(3)]
+                acc, top1 = seed_accuracies(method, s)
                 rows += [{"dataset": dataset, "method": method, "variant": "default", "seed": s, "class": c,
                           "class_name": f"n{c}", "accuracy": acc[c]} for c in range(3)]
-                runs.append({"dataset": dataset, "method": method, "variant": "default", "seed": s,
-                             "top1": sum(acc) / 3 + 0.002 * s * (method == "mr2")})
+                runs.append({"dataset": dataset, "method": method, "variant": "default", "seed": s, "top1": top1})
     return pd.DataFrame(rows), pd.DataFrame(runs)
 
 
 def interval(points) -> str:
     """``+5.0 points [95 % CI +2.5, +7.5; MDE 5.0]`` of per-seed differences, by scipy."""
-    import numpy as np
-    from scipy import stats
-
-    from mr2.results.statistics import minimum_detectable_effect
-
     d = np.asarray(points, float)
     half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
     mde = minimum_detectable_effect(d.std(ddof=1), len(d))
@@ -161,9 +175,8 @@ def interval(points) -> str:
 def change(method, against, metric):
     """Per-seed change in points of a metric (``hard``/``easy``/``all``/``top1``/``worst``)."""
     def value(m, s):
-        acc = [BASE_ACC[c] + 0.01 * s + DELTAS[m][c][s] / 100 for c in range(3)]
-        return {"easy": acc[0], "hard": acc[2], "worst": min(acc), "all": sum(acc) / 3,
-                "top1": sum(acc) / 3 + 0.002 * s * (m == "mr2")}[metric]
+        acc, top1 = seed_accuracies(m, s)
+        return {"easy": acc[0], "hard": acc[2], "worst": min(acc), "all": sum(acc) / 3, "top1": top1}[metric]
     return [100 * (value(method, s) - value(against, s)) for s in (0, 1, 2)]
 
 
@@ -171,8 +184,6 @@ def test_findings_sentence_by_sentence_with_another_reference():
     """dB holds the reference ``base``, MR², the ablation mr2_uniform and the baseline focal; dA only
     base and focal: its MR² sentences are absent (not "share no seed"); classes keep their group in
     every seed, so the held-out groups are the same and give the same hard/easy numbers."""
-    from mr2.results.report import findings
-
     pc, runs = findings_tables({"dB": ("base", "mr2", "mr2_uniform", "focal"), "dA": ("base", "focal")})
     groups = G.difficulty_table(pc, reference="base")
     lines = findings(pc, runs, groups, reference="base", effect_of_interest=0.1)
@@ -206,8 +217,6 @@ def test_findings_sentence_by_sentence_with_another_reference():
 
 
 def test_findings_compare_with_the_paper_only_on_cifar100_with_erm_and_mr2():
-    from mr2.results.report import findings
-
     for dataset, compared in (("toy", False), ("cifar100_lt", True)):
         pc, runs = findings_tables({dataset: ("base", "mr2")})
         pc["method"], runs["method"] = pc["method"].replace({"base": "erm"}), runs["method"].replace({"base": "erm"})
@@ -221,8 +230,6 @@ def test_findings_compare_with_the_paper_only_on_cifar100_with_erm_and_mr2():
 
 
 def test_a_missing_caption_is_an_error_naming_its_file_and_the_option(tmp_path):
-    from mr2.results.plotting import caption
-
     (tmp_path / "a.rst").write_text("  The caption.\n\n", encoding="utf-8")
     assert caption(tmp_path, "a") == "The caption."
     with pytest.raises(FileNotFoundError) as error:
@@ -235,9 +242,6 @@ def test_baseline_findings_sentence_by_sentence():
     reference, twin equals it on every seed; MR² against each (an effect of interest of 0.1 point
     makes MR²'s easy-class tie against twin underpowered); the summary by outcome; nothing for a
     dataset without the reference."""
-    from mr2.results.report import baseline_findings
-    from mr2.results.tables import per_run_metrics
-
     pc, runs = findings_tables({"dB": ("base", "mr2", "focal", "twin")})
     late = pc[pc["method"] == "focal"].assign(method="late", seed=5)
     order = ["base", "mr2", "focal", "late", "twin"]
@@ -267,8 +271,6 @@ def test_baseline_findings_sentence_by_sentence():
 
 
 def test_claim_verdict_in_words():
-    from mr2.results.report import claim_verdict
-
     few = "undetermined (too few seeds for an interval)"
     assert claim_verdict({"hard": few, "easy": "higher", "top1": "higher"}) == \
         "**undetermined** here (too few paired seeds for an interval)."
@@ -299,23 +301,20 @@ def test_report_body_assembles_its_parts_with_the_arguments_given(tmp_path):
     """The report's body, from the groups' note to the next steps' sections, is exactly its parts in
     order, each computed with the reference, MR² method and effect of interest the report was given
     (the parts themselves are tested on their own above and in test_verdicts)."""
-    from mr2.results.plotting import caption
-    from mr2.results.report import findings
-    from mr2.results.tables import comparisons_table
-    from mr2.results.verdicts import settings_table, verdict_markdown, verdict_table
-
-    t = syn.tables(datasets=("dB", "dA"), methods=("erm", "mr2"), seeds=(2, 0, 1))
-    for name in ("per_class", "runs", "epochs"):
-        t[name]["method"] = t[name]["method"].replace({"erm": "base"})
+    t = base_tables()
     t["runs"]["config.data.name"] = "data_" + t["runs"]["dataset"]  # a setting that names its data
     t["runs"].loc[t["runs"]["method"] == "mr2", "top1"] -= 0.05  # overall up by the classes' mean, down by top-1
     pc, runs = t["per_class"], t["runs"]
     t["groups"] = groups = G.difficulty_table(pc, reference="base")
     text = write_report(t, "| table |", {}, tmp_path / "report.md", CAPTIONS, {"seeds": [0]}, reference="base",
                         sections=["## From another step\n\nIts text."], effect_of_interest=5.0)
-    verdict = verdict_markdown(verdict_table(comparisons_table(pc, runs, groups, "base", effect_of_interest=5.0),
-                                             pc[["dataset", "method", "variant"]].drop_duplicates(),
-                                             settings_table(runs), "base")).strip()
+
+    def verdict_of(**effect):
+        return verdict_markdown(verdict_table(comparisons_table(pc, runs, groups, "base", **effect),
+                                              pc[["dataset", "method", "variant"]].drop_duplicates(),
+                                              settings_table(runs), "base")).strip()
+
+    verdict = verdict_of(effect_of_interest=5.0)
     expected = "\n".join([
         "Easy/medium/hard: thirds of the classes ranked by the reference method's per-class test accuracy "
         "(`base`, mean over seeds) — our reading of the paper, whose rule is unpublished; classes without test "
@@ -329,9 +328,7 @@ def test_report_body_assembles_its_parts_with_the_arguments_given(tmp_path):
     assert "| dB, data_dB, all × 4 ep |" in verdict  # the settings of the runs table
     assert "| **contradicted** -3.9 [" in verdict  # overall up is read on top-1, which the runs table holds
     assert findings(pc, runs, groups, "base", 5.0) != findings(pc, runs, groups, "base")  # the effect matters here
-    assert verdict != verdict_markdown(verdict_table(comparisons_table(pc, runs, groups, "base"),
-                                                     pc[["dataset", "method", "variant"]].drop_duplicates(),
-                                                     settings_table(runs), "base")).strip()
+    assert verdict != verdict_of()  # the effect of interest matters here too
 
 
 def test_report_ends_with_more_figures_what_the_run_lacks_and_the_config_as_given(tmp_path):
@@ -350,8 +347,6 @@ def test_report_ends_with_more_figures_what_the_run_lacks_and_the_config_as_give
 
 
 def test_a_difference_without_an_mde_closes_its_interval():
-    from mr2.results.report import _fmt, _word
-
     d = {"diff": 1.0, "diff_lo": 0.5, "diff_hi": 1.5}
     assert _fmt(d) == "+1.0 points [95 % CI +0.5, +1.5]"
     assert _fmt({**d, "mde": 0.25}) == "+1.0 points [95 % CI +0.5, +1.5; MDE 0.2]"
@@ -369,9 +364,6 @@ def test_report_as_html_page_beside_the_markdown(tmp_path):
 
 
 def test_baselines_of_one_outcome_are_listed_together_and_a_constant_shift_is_not_identical():
-    from mr2.results.report import baseline_findings
-    from mr2.results.tables import per_run_metrics
-
     pc, runs = findings_tables({"d": ("base", "focal", "focal2", "shift")})
     lines = baseline_findings(per_run_metrics(pc, runs, G.difficulty_table(pc, reference="base")), "d", "base")
     shift = next(line for line in lines if line.startswith("- `shift`"))

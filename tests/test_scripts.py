@@ -95,40 +95,34 @@ def test_setup_repairs_a_venv_that_a_failed_creation_left_without_pip(tmp_path):
     assert subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "--version"], capture_output=True).returncode == 0
 
 
+def run_mutation_script(tmp_path, target, out, **env):
+    """scripts/mutation.sh with stubs of a python that has mutmut and of mutmut itself: nothing is
+    installed, mutated or run; the work folder and its config are written under ``out``."""
+    for tool in ("python", "mutmut"):
+        (tmp_path / tool).write_text("#!/bin/sh\nexit 0\n")
+        (tmp_path / tool).chmod(0o755)
+    return subprocess.run(["bash", str(REPO / "scripts" / "mutation.sh"), target], capture_output=True, text=True,
+                          env={**os.environ, "PYTHON": str(tmp_path / "python"), "MUTATION_DIR": str(out), **env})
+
+
 def test_mutation_script_names_existing_test_files_and_refuses_unknown_targets(tmp_path):
     text = (REPO / "scripts" / "mutation.sh").read_text()
     paths = set(re.findall(r"tests/test_\w+\.py", text))
     assert len(paths) >= 8 and all((REPO / p).is_file() for p in paths)
-    fake = tmp_path / "python"  # a python that has mutmut: nothing is installed, no run starts
-    fake.write_text("#!/bin/sh\nexit 0\n")
-    fake.chmod(0o755)
-    (tmp_path / "mutmut").write_text("#!/bin/sh\nexit 0\n")
-    (tmp_path / "mutmut").chmod(0o755)
-    out = subprocess.run(["bash", str(REPO / "scripts" / "mutation.sh"), "engine"], capture_output=True, text=True,
-                         env={**os.environ, "PYTHON": str(fake), "MUTATION_DIR": str(tmp_path / "out")})
+    out = run_mutation_script(tmp_path, "engine", tmp_path / "out")
     assert out.returncode == 2 and "unknown target 'engine'" in out.stderr
 
 
 def test_mutation_script_mutates_several_files_of_a_comma_list_in_one_run(tmp_path):
     """``a.py,b.py``: one work folder whose mutmut config mutates exactly those two files and runs
-    the results' tests; MUTATION_TESTS replaces the tests, quoted for TOML (a stub mutmut: nothing
-    is mutated or run)."""
-    fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\nexit 0\n")
-    fake.chmod(0o755)
-    (tmp_path / "mutmut").write_text("#!/bin/sh\nexit 0\n")
-    (tmp_path / "mutmut").chmod(0o755)
-    target = "mr2/results/groups.py,mr2/results/tradeoff.py"
-    out = subprocess.run(["bash", str(REPO / "scripts" / "mutation.sh"), target], capture_output=True, text=True,
-                         env={**os.environ, "PYTHON": str(fake), "MUTATION_DIR": str(tmp_path / "out")})
+    the results' tests; MUTATION_TESTS replaces the tests, quoted for TOML."""
+    out = run_mutation_script(tmp_path, "mr2/results/groups.py,mr2/results/tradeoff.py", tmp_path / "out")
     assert out.returncode == 0, out.stderr
     config = (tmp_path / "out" / "mr2_results_groups_py_mr2_results_tradeoff_py" / "pyproject.toml").read_text()
     assert 'only_mutate = ["mr2/results/groups.py", "mr2/results/tradeoff.py"]' in config
     assert '"tests/test_results.py"' in config and '"tests/test_losses.py"' not in config
-    env = {**os.environ, "PYTHON": str(fake), "MUTATION_DIR": str(tmp_path / "own"),
-           "MUTATION_TESTS": 'tests/test_verdicts.py,-k,not report and not "x"'}
-    out = subprocess.run(["bash", str(REPO / "scripts" / "mutation.sh"), "mr2/results/statistics.py"],
-                         capture_output=True, text=True, env=env)
+    out = run_mutation_script(tmp_path, "mr2/results/statistics.py", tmp_path / "own",
+                              MUTATION_TESTS='tests/test_verdicts.py,-k,not report and not "x"')
     assert out.returncode == 0, out.stderr
     config = (tmp_path / "own" / "mr2_results_statistics_py" / "pyproject.toml").read_text()
     assert 'pytest_add_cli_args_test_selection = ["tests/test_verdicts.py", "-k", "not report and not \\"x\\""]' in config

@@ -564,13 +564,13 @@ def test_a_long_tailed_setting_says_so():
 
 
 # ----------------------------------------------------------------------------- the verdict table in Markdown, by hand
-def verdict_rows(**extra):
+def verdict_rows():
     words = {"hard_up": "yes", "easy_not_down": "no", "overall_up": "not run", "ablations_below": "underpowered",
              "above_baselines": "no"}
     rows = []
     for dataset, data, model, details in (("fmnist", "fmnist", "resnet32", ("+1.0 [+0.5, +1.5]", "", math.nan, "x", "y")),
                                           ("d2", math.nan, "cnn", ("a", "b", "c", "", math.nan))):
-        row = {"dataset": dataset, "data": data, "model": model, **words, **extra.get(dataset, {})}
+        row = {"dataset": dataset, "data": data, "model": model, **words}
         row.update({f"{part}_detail": d for part, d in zip(words, details)})
         rows.append(row)
     return pd.DataFrame(rows)
