@@ -4,6 +4,8 @@ exploratory MR² option (γ from the spread alone) and its pipeline cells."""
 
 import math
 import re
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,7 +23,10 @@ from mr2.results.figures import plot_sweeps, sweep_table
 from mr2.method.losses import MR2Loss, build_loss, resolve_options
 from mr2.method.margins import optimal_margins
 from mr2.results.groups import difficulty_table
+from mr2.results.report import write_report
 from mr2.results.tables import write_tables
+
+CAPTIONS = Path(__file__).resolve().parents[1] / "workflow" / "report"
 
 
 # ----------------------------------------------------------------------------- Spearman
@@ -439,11 +444,12 @@ def test_premise_findings_on_hand_built_tables():
 
 
 
-def test_premise_section_on_hand_built_tables(tmp_path):
-    """The section from tables on disk at a 90 % level: the exact introduction, the findings of
-    HAND_FINDINGS, then each figure that exists (heading, link relative to the report, caption)."""
-    analysis, captions = tmp_path / "analysis", tmp_path / "captions"
-    analysis.mkdir(), captions.mkdir()
+def hand_analysis_folder(tmp_path, captions):
+    """``hand_analysis`` written as ``write_analysis`` writes it to tmp_path/analysis, each premise
+    figure a file there and its caption "The caption of <name>." in the folder ``captions``."""
+    analysis = tmp_path / "analysis"
+    analysis.mkdir()
+    captions.mkdir(exist_ok=True)
     for name, frame in hand_analysis().items():
         frame.to_csv(analysis / f"{name}.csv", index=False)
     for name in ("correlations", "decomposition", "margins"):  # not read by the section
@@ -451,6 +457,14 @@ def test_premise_section_on_hand_built_tables(tmp_path):
     for name in premise_tables.FIGURE_NAMES:
         (analysis / f"{name}.png").write_bytes(b"png")
         (captions / f"{name}.rst").write_text(f"\nThe caption of {name}.\n", encoding="utf-8")
+    return analysis
+
+
+def test_premise_section_on_hand_built_tables(tmp_path):
+    """The section from tables on disk at a 90 % level: the exact introduction, the findings of
+    HAND_FINDINGS, then each figure that exists (heading, link relative to the report, caption)."""
+    captions = tmp_path / "captions"
+    analysis = hand_analysis_folder(tmp_path, captions)
     lines = premise_text.premise_section(analysis, tmp_path / "report" / "report.md", captions, level=0.9)
     assert lines == [
         "## Does the premise hold?",
@@ -471,6 +485,27 @@ def test_premise_section_on_hand_built_tables(tmp_path):
         "### Premise margins", "", "![premise_margins](../analysis/premise_margins.png)", "",
         "The caption of premise_margins.", "",
     ]
+
+
+def test_report_holds_the_premise_section_of_its_analysis_place_captions_and_reference(tmp_path):
+    """write_report's "Does the premise hold?" is premise_section of the analysis folder it was
+    given, its links relative to where the report is written (another folder than the analysis),
+    its captions from the report's caption folder, its difficulty the report's reference method."""
+    captions = tmp_path / "captions"
+    shutil.copytree(CAPTIONS, captions)
+    analysis = hand_analysis_folder(tmp_path, captions)
+    t = rd.tables(methods=("erm", "mr2"))
+    for name in ("per_class", "runs", "epochs"):
+        t[name]["method"] = t[name]["method"].replace({"erm": "base"})
+    t["groups"] = difficulty_table(t["per_class"], reference="base")
+    out = tmp_path / "report" / "report.md"
+    text = write_report(t, "| table |", {}, out, captions, {"seeds": [0]}, reference="base", analysis=analysis)
+    section = "\n".join(premise_text.premise_section(analysis, out, captions, "base"))
+    assert section in text and text.index("## What we find") < text.index("## Does the premise hold?")
+    assert "Difficulty is BASE's per-class test error" in section
+    assert "![premise_margins](../analysis/premise_margins.png)\n\nThe caption of premise_margins." in section
+    assert "## Does the premise hold?" not in write_report(t, "| table |", {}, out, captions, {"seeds": [0]},
+                                                            reference="base")  # no analysis: no section
 
 
 def test_an_interval_must_be_wider_than_1e9_for_a_verdict():

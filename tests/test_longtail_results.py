@@ -118,6 +118,20 @@ def test_section_only_for_long_tailed_runs_and_in_the_report(tmp_path):
     assert "many-shot n_k > 180, few-shot n_k < 36 (4 many-shot, 3 medium-shot, 3 few-shot)" in text
 
 
+def test_report_gives_its_reference_to_the_long_tail_section(tmp_path):
+    """With another reference than ERM, the report's long-tail section is the one longtail_section
+    writes for that reference, word for word."""
+    per_class, runs = tables({"logit_adjust": few_effect(0.2), "ldam": few_effect(0.2)})
+    per_class["method"], runs["method"] = (frame["method"].replace({"erm": "base"}) for frame in (per_class, runs))
+    t = {"per_class": per_class, "runs": runs, "groups": difficulty_table(per_class, reference="base")}
+    captions = Path(__file__).resolve().parents[1] / "workflow" / "report"
+    text = write_report(t, "| table |", {}, tmp_path / "report.md", captions, {"seeds": list(SEEDS)},
+                        reference="base")
+    section = longtail_section(per_class, runs, "base")
+    assert any("paired by seed against BASE" in line for line in section)
+    assert "\n".join(section) in text
+
+
 def test_shot_groups_keep_the_class_labels_as_index():
     """class -> group, indexed by the class labels (not their positions), the Series named ``shot``."""
     counts = pd.Series([5.0, 500.0, 100.0, 101.0], index=["eel", "cat", "dog", "fox"])

@@ -212,6 +212,22 @@ def test_report_has_the_regime_section_only_with_regimes(tmp_path):
     assert "## Training regime" not in report(single)
 
 
+def test_report_gives_its_reference_to_the_regime_section(tmp_path):
+    """With another reference than ERM, the report's regime section is that reference's: the
+    section regime_section writes for it, word for word (for ERM, absent here, it writes none)."""
+    t = regime_tables()
+    for name in ("per_class", "runs", "epochs"):
+        t[name]["method"] = t[name]["method"].replace({"erm": "base"})
+    t["groups"] = difficulty_table(t["per_class"], reference="base")
+    captions = Path(__file__).resolve().parents[1] / "workflow" / "report"
+    text = write_report(t, "| table |", {}, tmp_path / "report.md", captions, {"seeds": list(rd.SEEDS)},
+                        reference="base")
+    section = regimes.regime_section(t["per_class"], t["runs"], t["groups"], "base")
+    assert "Δ: each method's difference to BASE paired by seed" in section[2]
+    assert "\n".join(section) in text
+    assert regimes.regime_section(t["per_class"], t["runs"], t["groups"]) == []
+
+
 def test_regime_markdown_has_a_row_per_data_regime_and_method_in_the_tables_order():
     """Rows in the order of the table (here methods not in alphabetical order), a column per metric,
     n/a for a metric the table does not hold."""

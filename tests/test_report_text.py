@@ -370,3 +370,19 @@ def test_baselines_of_one_outcome_are_listed_together_and_a_constant_shift_is_no
     assert "identical" not in shift  # +1 point in every seed: no spread, but not the reference's numbers
     assert lines[-1] == ("- Baselines by outcome: trades easy for hard (the trade-off the paper attributes to other "
                          "methods): `focal`, `focal2`; " + shift.split(". It ", 1)[1].rstrip(".") + ": `shift`.")
+
+
+def test_the_verdict_is_read_against_the_reference_given_even_an_ablation_of_mr2(tmp_path):
+    """The reference may be any method the runs hold, MR²'s uniform-margin ablation included: the
+    verdict compares MR² with it (its comparisons are not only a baseline's, which an MR² variant
+    never is), so every part MR² and that reference ran is judged, none "not computed"."""
+    t = syn.tables(methods=("mr2_uniform", "mr2"))
+    pc, runs = t["per_class"], t["runs"]
+    t["groups"] = groups = G.difficulty_table(pc, reference="mr2_uniform")
+    text = write_report(t, "| table |", {}, tmp_path / "report.md", CAPTIONS, {"seeds": [0]},
+                        reference="mr2_uniform")
+    verdict = verdict_markdown(verdict_table(comparisons_table(pc, runs, groups, "mr2_uniform"),
+                                             pc[["dataset", "method", "variant"]].drop_duplicates(),
+                                             settings_table(runs), "mr2_uniform")).strip()
+    assert f"## Verdict\n\n{verdict}\n\n## Results" in text
+    assert "**not computed**" not in verdict and verdict.count("**not run**") == 1  # no baseline was run
