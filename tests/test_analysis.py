@@ -90,6 +90,28 @@ def test_fewer_than_three_distinct_rhos_are_undetermined_never_a_verdict(values)
     assert premise_text.link_verdict(flat) == "undetermined"
 
 
+def test_seed_interval_at_the_level_asked_and_values_equal_to_nine_digits_are_one():
+    v = [0.2, 0.5, 0.6]
+    iv = statistics.seed_interval(v, level=0.8)
+    half = stats.t.ppf(0.9, 2) * np.std(v, ddof=1) / math.sqrt(3)
+    assert (iv["lo"], iv["hi"]) == pytest.approx((13 / 30 - half, 13 / 30 + half))
+    close = statistics.seed_interval([0.3, 0.3 + 2e-10, 0.3 + 4e-10])  # distinct only past the 9th digit
+    assert close["n"] == 3 and math.isnan(close["lo"]) and math.isnan(close["hi"])
+
+
+def test_no_interval_reason_in_words():
+    assert statistics.no_interval_reason(1) == "no interval: 1 seed"
+    assert statistics.no_interval_reason(2) == "no interval: 2 seeds, fewer than 3 distinct values"
+
+
+def test_grouped_spearman_keeps_a_group_whose_key_is_missing():
+    """A group keyed by NaN (a run without a variant, say) is a group of its own, not dropped."""
+    frame = pd.DataFrame({"g": ["a"] * 4 + [np.nan] * 4, "x": [1, 2, 3, 4] * 2, "y": [1, 2, 4, 3, 4, 3, 2, 1]})
+    out = statistics.grouped_spearman(frame, ["g"], "x", "y")
+    assert out["n"].tolist() == [4, 4] and out["g"].isna().tolist() == [False, True]
+    assert out["rho"].tolist() == pytest.approx([0.8, -1.0])
+
+
 def test_a_paired_difference_of_zero_width_is_no_verdict():
     """Every seed the same difference (+1.0): an interval of zero width is no evidence of 'higher'."""
     d = statistics.paired_difference(np.array([0.6, 0.7]), np.array([0.5, 0.6]))

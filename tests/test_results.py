@@ -316,6 +316,7 @@ def test_held_out_groups_by_hand_from_the_reference_default_runs_of_the_other_se
     out = G.held_out_group_accuracy(per_class)
     assert list(out.columns[:4]) == ["dataset", "method", "variant", "seed"] and len(out) == 2 * len(acc)
     assert out["dataset"].tolist() == ["dB"] * len(acc) + ["dA"] * len(acc)
+    assert out.index.equals(pd.RangeIndex(len(out)))  # one row per run, numbered once
     mr2 = out[(out["dataset"] == "dA") & (out["method"] == "mr2")].set_index("seed")
     assert mr2.loc[0, "hard"] == pytest.approx(0.2) and mr2.loc[0, "easy"] == pytest.approx(0.7)
     assert mr2.loc[1, "hard"] == pytest.approx(0.8) and mr2.loc[1, "easy"] == pytest.approx(0.3)
@@ -323,6 +324,39 @@ def test_held_out_groups_by_hand_from_the_reference_default_runs_of_the_other_se
     assert mr2.loc[1, "worst"] == pytest.approx(0.3)
     one_seed = G.held_out_group_accuracy(per_class[per_class["seed"] == 0])
     assert one_seed.empty and list(one_seed.columns) == ["dataset", "method", "variant", "seed", "all", "worst"]
+
+
+def test_groups_and_group_accuracy_per_dataset_by_hand_in_order_of_first_appearance():
+    """Two datasets given as dB, dA, ERM ranking dB's classes 2 < 0 < 1 and dA's 0 < 1 < 2 (a tie
+    broken by the class): the groups table is dataset, class, group with the datasets in that order,
+    and each run's group accuracies are read against its own dataset's groups; both tables numbered
+    once. A dataset without groups is an error naming it."""
+    acc = {"dB": {"erm": (0.5, 0.8, 0.2), "mr2": (0.6, 0.7, 0.4)}, "dA": {"erm": (0.3, 0.3, 0.9), "mr2": (0.1, 0.5, 0.6)}}
+    per_class = pd.DataFrame([{"dataset": d, "method": m, "variant": "default", "seed": 0, "class": c, "accuracy": a[c]}
+                              for d, by_method in acc.items() for m, a in by_method.items() for c in range(3)])
+    groups = G.difficulty_table(per_class)
+    assert list(groups.columns) == ["dataset", "class", "group"] and groups.index.equals(pd.RangeIndex(6))
+    assert list(groups.itertuples(index=False, name=None)) == [
+        ("dB", 0, "medium"), ("dB", 1, "easy"), ("dB", 2, "hard"), ("dA", 0, "hard"), ("dA", 1, "medium"), ("dA", 2, "easy")]
+    per_run = G.run_group_accuracy(per_class, groups)
+    assert per_run.index.equals(pd.RangeIndex(4)) and per_run["dataset"].tolist() == ["dB", "dB", "dA", "dA"]
+    mr2 = per_run[per_run["method"] == "mr2"].set_index("dataset")
+    assert (mr2.loc["dB", "hard"], mr2.loc["dB", "easy"], mr2.loc["dB", "medium"]) == pytest.approx((0.4, 0.7, 0.6))
+    assert (mr2.loc["dA", "hard"], mr2.loc["dA", "easy"], mr2.loc["dA", "worst"]) == pytest.approx((0.1, 0.6, 0.1))
+    with pytest.raises(ValueError, match="no easy/medium/hard groups for dataset 'dA'"):
+        G.run_group_accuracy(per_class, groups[groups["dataset"] == "dB"])
+
+
+def test_class_names_one_per_class_the_index_where_none_was_written():
+    """The first name written for a class; a class whose name is missing, or a table without names,
+    is named by its index as text ("2", not "2.0")."""
+    per_class = pd.DataFrame({"dataset": ["d"] * 4 + ["e"], "class": [0, 1, 0, 2, 0],
+                              "class_name": ["cat", "dog", "kitten", np.nan, "eel"]})
+    names = G.class_names(per_class)
+    assert list(names.itertuples(index=False, name=None)) == [("d", 0, "cat"), ("d", 1, "dog"), ("d", 2, "2"),
+                                                              ("e", 0, "eel")]
+    unnamed = G.class_names(per_class.drop(columns="class_name"))
+    assert unnamed["class_name"].tolist() == ["0", "1", "2", "0"]
 
 
 def test_held_out_groups_remove_the_regression_to_the_mean():

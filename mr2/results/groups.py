@@ -21,7 +21,7 @@ def difficulty_groups(reference: pd.DataFrame) -> pd.Series:
     (one row per class and seed). Returns a Series class -> group.
     """
     mean = reference.groupby("class")["accuracy"].mean().dropna()
-    order = mean.reset_index().sort_values(["accuracy", "class"], kind="stable")["class"].to_numpy()
+    order = mean.reset_index().sort_values(["accuracy", "class"])["class"].to_numpy()
     groups = pd.Series(index=pd.Index(order, name="class"), dtype=object)
     for name, part in zip(("hard", "medium", "easy"), np.array_split(order, 3)):
         groups.loc[part] = name

@@ -31,7 +31,7 @@ UNDERPOWERED = "underpowered"
 def t_interval(values: Iterable[float], level: float = LEVEL) -> dict[str, float]:
     """Mean of the finite ``values`` with the t-interval mean ± t_{(1+level)/2, n−1}·sd/√n (sd with
     n − 1); n counts the finite values. With n < 2 the interval is NaN (and with n = 0 the mean)."""
-    v = np.asarray([float(x) for x in values], dtype=float)
+    v = np.asarray([float(x) for x in values])
     v = v[np.isfinite(v)]
     n = len(v)
     mean = float(v.mean()) if n else math.nan
@@ -152,9 +152,8 @@ def grouped_spearman(frame: pd.DataFrame, keys: Sequence[str], x: str, y: str) -
     data["xy"], data["xx"], data["yy"] = data["rx"] * data["ry"], data["rx"] ** 2, data["ry"] ** 2
     sums = data.groupby(keys, sort=False, dropna=False).agg(xy=("xy", "sum"), xx=("xx", "sum"), yy=("yy", "sum"),
                                                              n=("xy", "size"))
-    den = np.sqrt(sums["xx"] * sums["yy"])
-    tol = 1e-12 * np.maximum(1.0, sums["n"].astype(float) ** 3)  # rank sums of squares are ~n³
-    rho = (sums["xy"] / den.where(den > tol)).clip(-1.0, 1.0)
+    # a constant x or y has centred ranks exactly 0 (its average rank is a half-integer): 0 / 0 = NaN
+    rho = (sums["xy"] / np.sqrt(sums["xx"] * sums["yy"])).clip(-1.0, 1.0)
     rho[sums["n"] < 3] = math.nan
     out = sums[["n"]].assign(rho=rho.astype(float)).reset_index()
     every = frame[keys].drop_duplicates()  # groups with no finite pair: rho NaN, n 0
@@ -176,7 +175,7 @@ def seed_interval(values: Iterable[float], level: float = LEVEL) -> dict[str, fl
     finite = {round(float(v), 9) for v in values if math.isfinite(float(v))}  # equal up to rounding
     if len(finite) < MIN_DISTINCT:
         iv["lo"], iv["hi"] = math.nan, math.nan
-    elif iv["n"] >= 2:
+    else:  # three distinct values: three seeds at least
         iv["lo"], iv["hi"] = max(-1.0, iv["lo"]), min(1.0, iv["hi"])
     return iv
 
