@@ -347,6 +347,17 @@ def test_groups_and_group_accuracy_per_dataset_by_hand_in_order_of_first_appeara
         G.run_group_accuracy(per_class, groups[groups["dataset"] == "dB"])
 
 
+def test_all_and_worst_are_over_every_class_grouped_or_not():
+    """A class in no group (here class 3) still counts in the mean over all classes and may be the
+    worst; the groups' means are over their own classes only."""
+    per_class = pd.DataFrame({"dataset": "d", "method": "m", "variant": "default", "seed": 0, "class": range(4),
+                              "accuracy": [0.9, 0.6, 0.3, 0.2]})
+    groups = pd.Series(["easy", "medium", "hard"], index=pd.Index([0, 1, 2], name="class"), name="group")
+    (row,) = G.group_accuracy(per_class, groups).to_dict("records")
+    assert (row["all"], row["worst"]) == pytest.approx((0.5, 0.2))
+    assert (row["easy"], row["medium"], row["hard"]) == pytest.approx((0.9, 0.6, 0.3))
+
+
 def test_class_names_one_per_class_the_index_where_none_was_written():
     """The first name written for a class; a class whose name is missing, or a table without names,
     is named by its index as text ("2", not "2.0")."""
