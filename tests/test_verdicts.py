@@ -513,6 +513,49 @@ def test_the_tradeoff_points_are_the_paired_differences(tmp_path):
     assert all(p.is_file() for p in plot_tradeoff(two, None, G.difficulty_table(two), tmp_path / "empty"))
 
 
+def test_tradeoff_points_against_another_reference_and_their_columns_without_pairs():
+    from mr2.results.tradeoff import tradeoff_points
+
+    pc = three_class({"mr2": (0.0, 0.0, 0.03), "ldam": (-0.03, 0.0, 0.03)}, noise=0.004)
+    pc["method"] = pc["method"].replace({"erm": "base"})
+    points = tradeoff_points(pc, None, G.difficulty_table(pc, reference="base"), reference="base")
+    assert points["method"].tolist() == ["mr2", "ldam"] and points["n_paired"].tolist() == [4, 4]
+    for method in ("mr2", "ldam"):
+        row = points.set_index("method").loc[method]
+        assert row["hard_diff"] == pytest.approx(by_hand(pc, method, "base", 2).mean())
+        assert row["easy_diff"] == pytest.approx(by_hand(pc, method, "base", 0).mean())
+    two = pc[pc["class"] < 2]  # no easy group
+    empty = tradeoff_points(two, None, G.difficulty_table(two, reference="base"), reference="base")
+    assert empty.empty and list(empty.columns) == ["dataset", "method", "easy_diff", "easy_lo", "easy_hi",
+                                                   "hard_diff", "hard_lo", "hard_hi", "n_paired"]
+
+
+def test_near_zero_includes_its_bound_and_keeps_the_points_index():
+    """Distances 0, 0.1, 0.2, 0.75, 5: the median 0.2 is below the floor 0.25, so the bound is
+    3 × 0.25 = 0.75 and the point exactly on it is near; the rows keep their labels (one dataset's
+    rows of a larger table)."""
+    from mr2.results.tradeoff import NEAR_FACTOR, NEAR_FLOOR, near_zero
+
+    assert (NEAR_FACTOR, NEAR_FLOOR) == (3.0, 0.25)
+    points = pd.DataFrame({"easy_diff": [0.0, 0.06, 0.0, 0.75, -3.0], "hard_diff": [0.0, 0.08, -0.2, 0.0, 4.0]},
+                          index=[7, 3, 9, 4, 8])
+    near = near_zero(points)
+    assert near.index.tolist() == [7, 3, 9, 4, 8] and near.tolist() == [True, True, True, True, False]
+
+
+def test_claim_table_against_erm_by_default_and_its_columns_without_pairs():
+    from mr2.results.claim_figures import COLUMNS, claim_table
+
+    pc = three_class({"mr2": (0.0, 0.0, 0.03)}, noise=0.004)
+    table = claim_table(pc, None, G.difficulty_table(pc))
+    assert COLUMNS == ["dataset", "method", "metric", "diff", "diff_lo", "diff_hi", "n_paired"]
+    assert list(table.columns) == COLUMNS and set(table["method"]) == {"mr2"}
+    hard = table.set_index("metric").loc["hard"]
+    assert hard["diff"] == pytest.approx(by_hand(pc, "mr2", "erm", 2).mean()) and hard["n_paired"] == 4
+    alone = claim_table(pc[pc["method"] == "erm"], None, G.difficulty_table(pc))  # nothing to compare
+    assert alone.empty and list(alone.columns) == COLUMNS
+
+
 def test_a_far_point_gets_the_crowd_near_zero_a_zoomed_panel(tmp_path, monkeypatch):
     """One method far out (LfF's collapse) squeezes the rest into a blot: a second panel zooms on the
     methods near 0 and names them; the legend still lists every method."""
