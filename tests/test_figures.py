@@ -368,3 +368,36 @@ def test_names_of_points_crowded_in_a_corner_do_not_overlap():
     both = [ax.text(12.0, 90.0, "Coat"), ax.text(12.0, 90.0, "Coat too")]
     assert plotting.overlapping_texts(both) == [("Coat", "Coat too")]
     plt.close(fig)
+
+
+def test_tradeoff_figure_draws_each_point_with_both_intervals_against_the_reference_given(tmp_path, drawn):
+    """A point per method at (easy Δ, hard Δ) of ``tradeoff_points`` against the reference asked for
+    (here ``base``), its easy interval as the horizontal bar and its hard interval as the vertical one;
+    lines at 0; the quadrant MR² claims shaded; axes and title naming the reference and the seeds; the
+    legend naming every method. Without a pair: the placeholder saying so, at the stem asked for."""
+    t = syn.tables(methods=("erm", "mr2", "mr2_uniform"))
+    pc = t["per_class"].assign(method=t["per_class"]["method"].replace({"erm": "base"}))
+    groups = G.difficulty_table(pc, reference="base")
+    points = tradeoff.tradeoff_points(pc, None, groups, "base").set_index("method")
+    tradeoff.plot_tradeoff(pc, None, groups, tmp_path / "tradeoff", reference="base")
+    (ax,) = drawn[0]["axes"]
+    assert ax.get_xlabel() == "Δ easy classes vs base (points)" and ax.get_ylabel() == "Δ hard classes vs base (points)"
+    assert ax.get_title() == f"toy ({len(syn.SEEDS)} paired seeds)"
+    assert [c.get_label() for c in ax.containers] == [plotting.display_name(m) for m in ("mr2", "mr2_uniform")]
+    for container, method in zip(ax.containers, ("mr2", "mr2_uniform")):
+        p = points.loc[method]
+        assert tuple(container.lines[0].get_xydata()[0]) == pytest.approx((p["easy_diff"], p["hard_diff"]))
+        xbar, ybar = (bars.get_segments()[0] for bars in container.lines[2])
+        assert [x for x, _ in xbar] == pytest.approx([p["easy_lo"], p["easy_hi"]])
+        assert [y for _, y in ybar] == pytest.approx([p["hard_lo"], p["hard_hi"]])
+        colour = matplotlib.colors.to_hex(plotting.method_colour(method))  # the point and its bars
+        assert {matplotlib.colors.to_hex(container.lines[0].get_color())} | {
+            matplotlib.colors.to_hex(bars.get_colors()[0]) for bars in container.lines[2]} == {colour}
+    lines = {(tuple(line.get_xdata()), tuple(line.get_ydata())) for line in ax.get_lines()}
+    assert ((0, 1), (0, 0)) in lines and ((0, 0), (0, 1)) in lines  # axhline and axvline at 0
+    (quadrant,) = ax.collections[-1:]
+    assert quadrant.get_paths()[0].vertices[:, 0].min() == 0 and quadrant.get_paths()[0].vertices[:, 1].min() == 0
+    assert [x.get_text() for x in ax.get_legend().get_texts()] == [plotting.display_name(m) for m in ("mr2", "mr2_uniform")]
+    two = pc[pc["class"] < 2]  # no easy group: nothing to place
+    tradeoff.plot_tradeoff(two, None, G.difficulty_table(two, reference="base"), tmp_path / "none", reference="base")
+    assert drawn[1]["placeholder"] and drawn[1]["stem"] == tmp_path / "none" and drawn[1]["texts"] == [tradeoff.NO_POINTS]

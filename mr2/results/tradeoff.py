@@ -87,7 +87,7 @@ def plot_tradeoff(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd
         for _, p in here.iterrows():
             colour = method_colour(p["method"])
             ax.errorbar(p["easy_diff"], p["hard_diff"], xerr=_bar(p, "easy"), yerr=_bar(p, "hard"), fmt="o",
-                        color=colour, ecolor=colour, elinewidth=1, capsize=3, markersize=6,
+                        color=colour, elinewidth=1, capsize=3, markersize=6,  # bars in the point's colour
                         label=display_name(p["method"]))
         ax.axhline(0, color="grey", lw=0.8, zorder=0)
         ax.axvline(0, color="grey", lw=0.8, zorder=0)
