@@ -387,6 +387,7 @@ def test_tradeoff_figure_draws_each_point_with_both_intervals_against_the_refere
     for container, method in zip(ax.containers, ("mr2", "mr2_uniform")):
         p = points.loc[method]
         assert tuple(container.lines[0].get_xydata()[0]) == pytest.approx((p["easy_diff"], p["hard_diff"]))
+        assert container.lines[0].get_marker() == "o"  # a point: a lone line segment would not show
         xbar, ybar = (bars.get_segments()[0] for bars in container.lines[2])
         assert [x for x, _ in xbar] == pytest.approx([p["easy_lo"], p["easy_hi"]])
         assert [y for _, y in ybar] == pytest.approx([p["hard_lo"], p["hard_hi"]])
