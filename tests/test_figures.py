@@ -402,3 +402,40 @@ def test_tradeoff_figure_draws_each_point_with_both_intervals_against_the_refere
     two = pc[pc["class"] < 2]  # no easy group: nothing to place
     tradeoff.plot_tradeoff(two, None, G.difficulty_table(two, reference="base"), tmp_path / "none", reference="base")
     assert drawn[1]["placeholder"] and drawn[1]["stem"] == tmp_path / "none" and drawn[1]["texts"] == [tradeoff.NO_POINTS]
+
+
+def test_claim_forest_panels_title_rows_and_marks_from_a_table_by_hand(tmp_path, drawn, monkeypatch):
+    """Per dataset a panel titled with the reference and the seeds behind its intervals (one seed: no
+    interval), "all" on top of the five rows with a faint rule between rows, the black line at 0;
+    each method's points as markers (no line joins them) in its colour; an interval ending exactly at
+    −100 is not past it (no mark), one past +100 is marked in the method's colour; the legend titled
+    "method"."""
+    metrics = ("all", "easy", "medium", "hard", "worst")
+    rows = [{"dataset": "d", "method": m, "metric": x, "diff": 1.0, "diff_lo": -1.0, "diff_hi": 3.0, "n_paired": 2}
+            for m in ("mr2", "ldam") for x in metrics]
+    rows[0].update(diff_lo=-100.0)
+    rows[1].update(diff_hi=100.5)
+    rows += [{"dataset": "e", "method": "mr2", "metric": x, "diff": 2.0, "diff_lo": np.nan, "diff_hi": np.nan,
+              "n_paired": 1} for x in metrics]
+    monkeypatch.setattr(claim_figures, "claim_table", lambda *a, **k: pd.DataFrame(rows))
+    claim_figures.plot_claim(None, None, None, tmp_path / "claim", reference="base")
+    d, e = drawn[0]["axes"][:2]
+    assert d.get_title() == "d: Δ to base (95% t-interval over 2 paired seeds)"
+    assert e.get_title() == "e: Δ to base (1 seed: no interval)"
+    assert d.get_xlabel() == "paired Δ test accuracy to base (points)"
+    assert d.get_ylim() == (4.5, -0.5) and [t.get_text() for t in d.get_yticklabels()][0] == "all classes"
+    rules = sorted(line.get_ydata()[0] for line in d.get_lines() if list(line.get_xdata()) == [0, 1])
+    assert rules == [0.5, 1.5, 2.5, 3.5]
+    (zero,) = [line for line in d.get_lines() if list(line.get_xdata()) == [0, 0]]
+    assert matplotlib.colors.to_hex(zero.get_color()) == "#000000"
+    for container, method in zip(d.containers, ("mr2", "ldam")):
+        assert container.lines[0].get_marker() == "o" and container.lines[0].get_linestyle() == "None"
+        assert matplotlib.colors.to_hex(container.lines[0].get_color()) == matplotlib.colors.to_hex(
+            plotting.method_colour(method))
+    marks = [line for line in d.get_lines() if line.get_marker() in ("<", ">")]
+    (mark,) = marks  # MR² (the first of two methods: 1/3 apart, −1/6 off the row) on the easy row
+    assert (mark.get_marker(), list(mark.get_xdata())) == (">", [100.0]) and list(mark.get_ydata()) == pytest.approx([1 - 1 / 6])
+    assert matplotlib.colors.to_hex(marks[0].get_color()) == matplotlib.colors.to_hex(plotting.method_colour("mr2"))
+    assert marks[0].get_linestyle() == "None"
+    legends = [ax.get_legend() for ax in drawn[0]["axes"] if ax.get_legend() is not None]
+    assert len(legends) == 1 and legends[0].get_title().get_text() == "method"

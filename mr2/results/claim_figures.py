@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ..common.runs import DEFAULT_VARIANT
-from .plotting import _empty_panel, _one_legend, _panels, display_name, method_colour, placeholder, save_figure
+from .plotting import _one_legend, _panels, display_name, method_colour, placeholder, save_figure
 from .statistics import LEVEL
 from .tables import METRIC_TITLES, paired, per_run_metrics
 
@@ -68,10 +68,7 @@ def plot_claim(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.Da
     fig.set_figheight(height)
     step = 1.0 / (len(present) + 1)
     for ax, dataset in zip(axes.flat, datasets):
-        part = table[table["dataset"] == dataset]
-        if part.empty:
-            _empty_panel(ax, f"{dataset}: {NO_CLAIM}")
-            continue
+        part = table[table["dataset"] == dataset]  # never empty: the datasets are the table's own
         for i, method in enumerate(present):
             rows = part[part["method"] == method].set_index("metric").reindex(metrics)
             y = np.arange(len(metrics)) + step * (i - (len(present) - 1) / 2)
