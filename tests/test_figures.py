@@ -439,3 +439,27 @@ def test_claim_forest_panels_title_rows_and_marks_from_a_table_by_hand(tmp_path,
     assert marks[0].get_linestyle() == "None"
     legends = [ax.get_legend() for ax in drawn[0]["axes"] if ax.get_legend() is not None]
     assert len(legends) == 1 and legends[0].get_title().get_text() == "method"
+
+
+def test_missing_lines_name_the_reference_and_method_once_each_in_order():
+    """One line per missing comparison (change_vs_erm shares claim_forest's), the reference in
+    capitals and the MR² method by its code name, in the order of ``available``."""
+    available = {"margins_over_training": False, "claim_forest": False, "change_vs_erm": False, "sweeps": True,
+                 "regimes": False, "per_class": False}
+    assert F.missing_lines(available, reference="base", method="mine") == [
+        "No run of mine logged its margins: `config/config.yaml` runs MR².",
+        "No method ran beside BASE on the same seeds: `config/config.yaml` runs ERM, MR² and its ablations.",
+        F.MISSING["regimes"]]
+    assert F.missing_lines({"claim_forest": False, "margins_over_training": False}) == [  # the defaults
+        "No method ran beside ERM on the same seeds: `config/config.yaml` runs ERM, MR² and its ablations.",
+        "No run of mr2 logged its margins: `config/config.yaml` runs MR²."]
+
+
+def test_a_sweep_through_zero_is_on_a_symmetric_log_axis_linear_below_its_smallest_positive_value():
+    fig, (zero, positive, other) = plt.subplots(1, 3)
+    F._value_axis(zero, "lam", [0.0, 0.05, 0.5])
+    F._value_axis(positive, "c_bar", [0.1, 1.0])
+    F._value_axis(other, "seed", [0, 1, 2])
+    assert zero.get_xscale() == "symlog" and zero.xaxis.get_transform().linthresh == 0.05
+    assert (positive.get_xscale(), other.get_xscale()) == ("log", "linear")
+    plt.close(fig)
