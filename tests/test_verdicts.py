@@ -541,6 +541,9 @@ def test_near_zero_includes_its_bound_and_keeps_the_points_index():
                           index=[7, 3, 9, 4, 8])
     near = near_zero(points)
     assert near.index.tolist() == [7, 3, 9, 4, 8] and near.tolist() == [True, True, True, True, False]
+    two = pd.DataFrame({"easy_diff": [0.0, 0.1, 9.0], "hard_diff": [0.0, 0.0, 9.0]})  # two near: enough to zoom on
+    assert near_zero(two).tolist() == [True, True, False]
+    assert near_zero(two.iloc[1:]) is None and near_zero(two.iloc[:2]) is None  # none far
 
 
 def test_claim_table_against_erm_by_default_and_its_columns_without_pairs():
