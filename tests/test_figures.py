@@ -414,7 +414,8 @@ def test_claim_forest_panels_title_rows_and_marks_from_a_table_by_hand(tmp_path,
     rows = [{"dataset": "d", "method": m, "metric": x, "diff": 1.0, "diff_lo": -1.0, "diff_hi": 3.0, "n_paired": 2}
             for m in ("mr2", "ldam") for x in metrics]
     rows[0].update(diff_lo=-100.0)
-    rows[1].update(diff_hi=100.5)
+    rows[1].update(diff_hi=100.0)
+    rows[6].update(diff_hi=100.5)  # LDAM's easy row
     rows += [{"dataset": "e", "method": "mr2", "metric": x, "diff": 2.0, "diff_lo": np.nan, "diff_hi": np.nan,
               "n_paired": 1} for x in metrics]
     monkeypatch.setattr(claim_figures, "claim_table", lambda *a, **k: pd.DataFrame(rows))
@@ -433,9 +434,9 @@ def test_claim_forest_panels_title_rows_and_marks_from_a_table_by_hand(tmp_path,
         assert matplotlib.colors.to_hex(container.lines[0].get_color()) == matplotlib.colors.to_hex(
             plotting.method_colour(method))
     marks = [line for line in d.get_lines() if line.get_marker() in ("<", ">")]
-    (mark,) = marks  # MR² (the first of two methods: 1/3 apart, −1/6 off the row) on the easy row
-    assert (mark.get_marker(), list(mark.get_xdata())) == (">", [100.0]) and list(mark.get_ydata()) == pytest.approx([1 - 1 / 6])
-    assert matplotlib.colors.to_hex(marks[0].get_color()) == matplotlib.colors.to_hex(plotting.method_colour("mr2"))
+    (mark,) = marks  # LDAM (the second of two methods: 1/3 apart, +1/6 off the row) on the easy row
+    assert (mark.get_marker(), list(mark.get_xdata())) == (">", [100.0]) and list(mark.get_ydata()) == pytest.approx([1 + 1 / 6])
+    assert matplotlib.colors.to_hex(mark.get_color()) == matplotlib.colors.to_hex(plotting.method_colour("ldam"))
     assert marks[0].get_linestyle() == "None"
     legends = [ax.get_legend() for ax in drawn[0]["axes"] if ax.get_legend() is not None]
     assert len(legends) == 1 and legends[0].get_title().get_text() == "method"
@@ -463,3 +464,26 @@ def test_a_sweep_through_zero_is_on_a_symmetric_log_axis_linear_below_its_smalle
     assert zero.get_xscale() == "symlog" and zero.xaxis.get_transform().linthresh == 0.05
     assert (positive.get_xscale(), other.get_xscale()) == ("log", "linear")
     plt.close(fig)
+
+
+def test_tradeoff_panels_keep_the_origin_in_view_and_count_the_paired_seeds(tmp_path, drawn, monkeypatch):
+    """Points all right of and above 0 (dataset p, one paired seed, no intervals) or all left of and
+    below it (q, two): each panel spans its points, their intervals and the origin with a margin of
+    15 % of that span (the shaded quadrant does not widen it), its title counts the seeds in the
+    singular or plural, and the one legend is titled "method"."""
+    cols = ["easy_diff", "easy_lo", "easy_hi", "hard_diff", "hard_lo", "hard_hi"]
+    points = pd.DataFrame([("p", "mr2", 1, *(5.0, np.nan, np.nan, 6.0, np.nan, np.nan)),
+                           ("p", "ldam", 1, *(7.0, np.nan, np.nan, 8.0, np.nan, np.nan)),
+                           ("q", "mr2", 2, *(-0.2, -0.4, -0.1, -0.3, -0.5, -0.1)),
+                           ("q", "ldam", 2, *(-0.5, -0.7, -0.3, -0.6, -0.8, -0.4))],
+                          columns=["dataset", "method", "n_paired", *cols])
+    monkeypatch.setattr(tradeoff, "tradeoff_points", lambda *a, **k: points)
+    tradeoff.plot_tradeoff(None, None, None, tmp_path / "tradeoff")
+    p, q = drawn[0]["axes"]
+    assert p.get_title() == "p (1 paired seed)" and q.get_title() == "q (2 paired seeds)"
+    assert p.get_xlim() == pytest.approx((0 - 1.05, 7 + 1.05)) and p.get_ylim() == pytest.approx((0 - 1.2, 8 + 1.2))
+    assert q.get_xlim() == pytest.approx((-0.7 - 0.105, 0.105)) and q.get_ylim() == pytest.approx((-0.8 - 0.12, 0.12))
+    (shade,) = [c for c in p.collections if c.get_paths() and c.get_paths()[0].vertices[:, 1].max() > 0]
+    assert shade.get_paths()[0].vertices.max(axis=0) == pytest.approx((8.05, 9.2))  # up to the frozen view
+    legends = [ax.get_legend() for ax in (p, q) if ax.get_legend() is not None]
+    assert len(legends) == 1 and legends[0].get_title().get_text() == "method"

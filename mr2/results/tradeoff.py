@@ -92,11 +92,9 @@ def plot_tradeoff(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd
         ax.axhline(0, color="grey", lw=0.8, zorder=0)
         ax.axvline(0, color="grey", lw=0.8, zorder=0)
         ax.margins(0.15)
-        x0, x1 = ax.get_xlim()
-        y0, y1 = ax.get_ylim()
-        ax.fill_between([0, max(x1, 0)], 0, max(y1, 0), color="tab:green", alpha=0.07, lw=0, zorder=-1)
-        ax.set_xlim(min(x0, 0), max(x1, 0))
-        ax.set_ylim(min(y0, 0), max(y1, 0))
+        (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()  # the lines at 0 keep the origin inside
+        ax.set(xlim=(x0, x1), ylim=(y0, y1))  # frozen: the shading does not widen the view
+        ax.fill_between([0, x1], 0, y1, color="tab:green", alpha=0.07, lw=0, zorder=-1)
         n = here["n_paired"].max()
         ax.set_title(f"{dataset} ({int(n)} paired seed{'s' if n != 1 else ''})"
                      + (f"\nzoom on the {len(here)} methods near 0" if zoom else ""), fontsize=10)
