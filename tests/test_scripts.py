@@ -126,3 +126,36 @@ def test_mutation_script_mutates_several_files_of_a_comma_list_in_one_run(tmp_pa
     assert out.returncode == 0, out.stderr
     config = (tmp_path / "own" / "mr2_results_statistics_py" / "pyproject.toml").read_text()
     assert 'pytest_add_cli_args_test_selection = ["tests/test_verdicts.py", "-k", "not report and not \\"x\\""]' in config
+
+
+def test_mutation_recheck_applies_each_survivor_to_a_copy_and_runs_the_tests(tmp_path):
+    """With a stub mutmut listing three survivors of tradeoff.py: a changed constant the tests now
+    catch (killed), a changed comment (survived) and lines no longer in the source (gone); the
+    repository's own file is never touched."""
+    source = REPO / "mr2" / "results" / "tradeoff.py"
+    before = source.read_text(encoding="utf-8")
+    diffs = {"m.x_near__mutmut_1": ("NEAR_FACTOR, NEAR_FLOOR = 3.0, 0.25", "NEAR_FACTOR, NEAR_FLOOR = 4.0, 0.25"),
+             "m.x_note__mutmut_2": ("AXES = {\"easy\": \"x\", \"hard\": \"y\"}", "AXES = {\"easy\": \"x\", \"hard\": \"y\"}  # x"),
+             "m.x_gone__mutmut_3": ("def no_such_function():", "def no_such_function(x):")}
+    for name, (old, new) in diffs.items():
+        (tmp_path / f"{name}.diff").write_text(
+            f"# {name}: survived\n--- mr2/results/tradeoff.py\n+++ mr2/results/tradeoff.py\n@@ -1,1 +1,1 @@\n-{old}\n+{new}\n")
+    mutmut = tmp_path / "mutmut"
+    mutmut.write_text('#!/bin/sh\nif [ "$1" = results ]; then\n'
+                      + "".join(f"  echo '    {name}: survived'\n" for name in diffs)
+                      + "  echo '    m.x_near__mutmut_9: killed'\n"
+                      + f'else cat "{tmp_path}/$2.diff"; fi\n')
+    mutmut.chmod(0o755)
+    work = tmp_path / "work"
+    work.mkdir()
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "mutation_recheck.py"), str(work),
+                          "tests/test_verdicts.py", "-k", "near_zero_includes"],
+                         capture_output=True, text=True, env={**os.environ, "MUTMUT": str(mutmut)})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"3 survivors in {work}", "m.x_near__mutmut_1 killed",
+                                       "m.x_note__mutmut_2 survived", "m.x_gone__mutmut_3 gone",
+                                       "killed 1, survived 1, gone 1"]
+    assert source.read_text(encoding="utf-8") == before
+    missing = subprocess.run([sys.executable, str(REPO / "scripts" / "mutation_recheck.py"), str(tmp_path / "nowhere")],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2 and "no work folder" in missing.stderr

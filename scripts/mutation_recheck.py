@@ -1,0 +1,96 @@
+"""Recheck the survivors of a mutation run against the tests as they are now.
+
+    python scripts/mutation_recheck.py WORK [PYTEST_ARG ...]
+
+WORK is the work folder of one target of ``scripts/mutation.sh`` (``$MUTATION_DIR/<target>``), where
+mutmut keeps its mutants. Every mutant mutmut reported as survived is applied, one at a time, to a
+copy of this working tree (its tracked and untracked, not ignored files) by replacing the lines its
+``mutmut show`` diff removes with those it adds; then ``pytest -x PYTEST_ARG ...`` runs in the copy,
+and the file is restored. A mutant whose lines are no longer in the source (the code changed since
+the run) is reported as ``gone``. Prints one line per mutant, ``<name> killed|survived|gone``, then
+the counts. Environment: MUTMUT (default: the mutmut next to this Python), MR2_MUTATION=1 is set
+for the tests as mutation.sh does. Long work shows one line per mutant as it goes.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def survivors(work: Path, mutmut: str) -> list[str]:
+    """The names of the mutants ``mutmut results`` lists as survived in ``work``."""
+    out = subprocess.run([mutmut, "results"], cwd=work, capture_output=True, text=True, check=True).stdout
+    return [line.rsplit(":", 1)[0].strip() for line in out.splitlines() if line.rstrip().endswith(": survived")]
+
+
+def mutant_change(work: Path, mutmut: str, name: str) -> tuple[str, str, str]:
+    """(path, old text, new text) of one mutant, from the unified diff ``mutmut show`` prints:
+    the old text is the hunk's context and removed lines, the new its context and added lines."""
+    diff = subprocess.run([mutmut, "show", name], cwd=work, capture_output=True, text=True, check=True).stdout
+    lines = diff.splitlines()
+    path = next(line[4:].strip() for line in lines if line.startswith("--- "))
+    body = [line for line in lines if line[:1] in (" ", "-", "+") and not line.startswith(("---", "+++"))]
+    old = "\n".join(line[1:] for line in body if line[:1] in (" ", "-"))
+    new = "\n".join(line[1:] for line in body if line[:1] in (" ", "+"))
+    return path, old, new
+
+
+def copy_tree(dest: Path) -> None:
+    """This working tree's tracked and untracked, not ignored files into ``dest``."""
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+
+
+def recheck(work: Path, pytest_args: list[str], mutmut: str) -> collections.Counter:
+    counts: collections.Counter = collections.Counter()
+    names = survivors(work, mutmut)
+    print(f"{len(names)} survivors in {work}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="mr2-recheck-") as tmp:
+        copy = Path(tmp)
+        copy_tree(copy)
+        env = {**os.environ, "PYTHONPATH": str(copy), "MR2_MUTATION": "1"}
+        for name in names:
+            path, old, new = mutant_change(work, mutmut, name)
+            source = copy / path
+            original = source.read_text(encoding="utf-8")
+            if original.count(old) != 1:
+                verdict = "gone"
+            else:
+                source.write_text(original.replace(old, new), encoding="utf-8")
+                try:
+                    run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                                          *pytest_args], cwd=copy, env=env, capture_output=True, text=True)
+                finally:
+                    source.write_text(original, encoding="utf-8")
+                verdict = "killed" if run.returncode else "survived"
+            counts[verdict] += 1
+            print(f"{name} {verdict}", flush=True)
+    print(", ".join(f"{k} {counts[k]}" for k in ("killed", "survived", "gone")), flush=True)
+    return counts
+
+
+def main(argv: list[str]) -> int:
+    if not argv or not Path(argv[0]).is_dir():
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        print(f"mutation_recheck: no work folder {argv[0]!r}" if argv else "mutation_recheck: name a work folder",
+              file=sys.stderr)
+        return 2
+    mutmut = os.environ.get("MUTMUT") or str(Path(sys.executable).parent / "mutmut")
+    recheck(Path(argv[0]), argv[1:], mutmut)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
