@@ -1,4 +1,5 @@
-"""Figures: every function writes a real PNG and PDF, survives missing methods and one seed,
+"""Figures: every figure is written as a real PNG and PDF (the other tests read what is drawn,
+without saving: most of a figure's cost), survives missing methods and one seed,
 and says so when there is nothing to draw; one colour per method in every figure, class names on
 every class axis, λ and c̄ on log axes, the per-class changes' seed intervals, the paper's symbols."""
 
@@ -109,20 +110,20 @@ def test_one_colour_per_method_in_every_figure(tmp_path, drawn):
     assert tradeoff_legend == {plotting.display_name(m): want[m] for m in syn.METHODS if m != "erm"}
 
 
-def test_sorted_lines_are_ascending_per_method(tmp_path, captured, monkeypatch):
+def test_sorted_lines_are_ascending_per_method(tmp_path, drawn, monkeypatch):
     t, _ = full()
     monkeypatch.setattr(F, "DOT_PLOT_MAX", 0)  # many classes: the paper's sorted curves
-    check_files(F.plot_per_class_sorted(t["per_class"], tmp_path / "s"))
-    lines = captured[0]["axes"][0].get_lines()
+    F.plot_per_class_sorted(t["per_class"], tmp_path / "s")
+    lines = drawn[0]["axes"][0].get_lines()
     curves = [ln.get_ydata() for ln in lines if len(ln.get_ydata()) == syn.K]
     assert len(curves) == len(syn.METHODS)  # sweep variants are left out by default
     assert all((curve[1:] >= curve[:-1]).all() for curve in curves)
 
 
-def test_few_classes_get_a_named_dot_plot_in_erms_order(tmp_path, captured):
+def test_few_classes_get_a_named_dot_plot_in_erms_order(tmp_path, drawn):
     t, _ = full()
-    check_files(F.plot_per_class_sorted(t["per_class"], tmp_path / "s"))
-    ax = captured[0]["axes"][0]  # toy
+    F.plot_per_class_sorted(t["per_class"], tmp_path / "s")
+    ax = drawn[0]["axes"][0]  # toy
     order = [f"c{c}" for c in np.argsort(syn.BASE)]  # ERM's accuracy ascending, hardest at the top
     assert [x.get_text() for x in ax.get_yticklabels()] == order
     pc = t["per_class"].query("dataset == 'toy' and variant == 'default'")
@@ -131,7 +132,7 @@ def test_few_classes_get_a_named_dot_plot_in_erms_order(tmp_path, captured):
         assert line.get_xdata() == pytest.approx([means[(method, int(n[1:]))] for n in order])
 
 
-def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, captured):
+def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, drawn):
     t, _ = full()
     t["per_class"].loc[t["per_class"]["method"] == "mr2", "a"] *= 1e-3  # another scale: its own axis
     pc = t["per_class"]
@@ -139,8 +140,8 @@ def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, 
         rows = (pc["seed"] == seed) & (pc["method"] == "erm")
         first, second = rows & (pc["class"] == seed), rows & (pc["class"] == 2 * seed + 1)
         pc.loc[first, "a"], pc.loc[second, "a"] = pc.loc[second, "a"].to_numpy(), pc.loc[first, "a"].to_numpy()
-    check_files(F.plot_accuracy_vs_variability(t["per_class"], tmp_path / "v"))
-    axes = captured[0]["axes"]  # per dataset a row for a_k and a row for the spread, a panel per method
+    F.plot_accuracy_vs_variability(t["per_class"], tmp_path / "v")
+    axes = drawn[0]["axes"]  # per dataset a row for a_k and a row for the spread, a panel per method
     assert [ax.get_title().split("\n")[0] for ax in axes] == ["toy: ERM", "toy: MR²"] * 2 + ["toy2: ERM", "toy2: MR²"] * 2
     assert [ax.get_xlabel().split(" of ")[0] for ax in axes[:4]] == [r"$a_k$"] * 2 + [r"$\|\hat{s}_k\|^2$"] * 2
     assert axes[1].get_xlim()[1] < 0.01 < axes[0].get_xlim()[0]  # MR²'s a_k do not collapse onto ERM's axis
@@ -155,19 +156,18 @@ def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, 
     assert sorted(t.get_text() for t in axes[0].texts) == sorted(f"c{c}" for c in range(syn.K))
 
 
-def test_figures_with_erm_and_mr2_and_one_seed(tmp_path, captured):
+def test_figures_with_erm_and_mr2_and_one_seed(tmp_path, drawn):
     t = syn.tables(methods=("erm", "mr2"), seeds=(0,))
     groups = G.difficulty_table(t["per_class"])
     made = F.make_figures(t, groups, tmp_path)
-    for paths in made.values():
-        check_files(paths)
+    assert len(drawn) == len(made)  # one figure drawn per name made, each for real (below)
     assert "sweeps" not in made and "regimes" not in made  # no placeholder figure for what the run lacks
-    assert not any(c["placeholder"] for c in captured)
-    check_files(F.plot_sweeps(t["per_class"], t["runs"], groups, tmp_path / "sweeps"))  # called anyway: says so
-    assert captured[-1]["texts"] == [F.NO_SWEEP]
+    assert not any(c["placeholder"] for c in drawn)
+    F.plot_sweeps(t["per_class"], t["runs"], groups, tmp_path / "sweeps")  # called anyway: says so
+    assert drawn[-1]["texts"] == [F.NO_SWEEP]
 
 
-def test_sweeps_read_each_value_from_the_resolved_config_and_mark_missing_sweeps(tmp_path, captured):
+def test_sweeps_read_each_value_from_the_resolved_config_and_mark_missing_sweeps(tmp_path, drawn):
     t = syn.tables(sweeps=("c_bar=0.5", "c_bar=2.0"))
     groups = G.difficulty_table(t["per_class"])
     table = F.sweep_table(t["per_class"], t["runs"], groups)
@@ -176,8 +176,8 @@ def test_sweeps_read_each_value_from_the_resolved_config_and_mark_missing_sweeps
     # the value comes from the config, not from the variant's name
     runs = t["runs"].assign(**{"config.method.options.c_bar": t["runs"]["config.method.options.c_bar"] * 3})
     assert sorted(F.sweep_table(t["per_class"], runs, groups)["value"].unique()) == [1.5, 3.0, 6.0]
-    check_files(F.plot_sweeps(t["per_class"], t["runs"], groups, tmp_path / "sw"))
-    assert captured[0]["texts"] == [] and len(captured[0]["axes"]) == 1  # no panel for λ, which nothing sweeps
+    F.plot_sweeps(t["per_class"], t["runs"], groups, tmp_path / "sw")
+    assert drawn[0]["texts"] == [] and len(drawn[0]["axes"]) == 1  # no panel for λ, which nothing sweeps
 
 
 def test_placeholders_when_methods_are_absent(tmp_path, captured):
@@ -190,25 +190,25 @@ def test_placeholders_when_methods_are_absent(tmp_path, captured):
     assert "mr2" in captured[1]["texts"][0]
 
 
-def test_margin_lines_follow_the_groups_medium_included(tmp_path, captured):
+def test_margin_lines_follow_the_groups_medium_included(tmp_path, drawn):
     t, groups = full()
-    check_files(F.plot_margins_over_training(t["epochs"], groups, tmp_path / "g"))
-    ax = captured[0]["axes"][0]
+    F.plot_margins_over_training(t["epochs"], groups, tmp_path / "g")
+    ax = drawn[0]["axes"][0]
     finals = [ln.get_ydata()[-1] for ln in ax.get_lines() if len(ln.get_ydata()) == 4]
     # 3 easy + 3 medium + 3 hard class lines and 3 group means; hard classes' γ grows, the others' falls
     assert len(finals) == 12
     assert sorted(round(v, 6) for v in finals) == [0.8] * 8 + [1.4] * 4
-    legend = captured[0]["axes"][-1].get_legend()  # one legend, beside the last panel
+    legend = drawn[0]["axes"][-1].get_legend()  # one legend, beside the last panel
     assert [t.get_text() for t in legend.get_texts()] == ["easy", "medium", "hard"]
     assert ax.get_ylabel() == r"$\gamma_k$"
-    check_files(F.plot_margins_over_training(t["epochs"], groups, tmp_path / "h", show=("easy", "hard")))
-    assert "(medium classes not shown)" in captured[1]["titles"][0]  # an omission is stated on the figure
+    F.plot_margins_over_training(t["epochs"], groups, tmp_path / "h", show=("easy", "hard"))
+    assert "(medium classes not shown)" in drawn[1]["titles"][0]  # an omission is stated on the figure
 
 
-def test_change_figure_names_the_classes_and_draws_the_seed_intervals(tmp_path, captured):
+def test_change_figure_names_the_classes_and_draws_the_seed_intervals(tmp_path, drawn):
     t, groups = full()
-    check_files(F.plot_change_vs_reference(t["per_class"], tmp_path / "c", groups=groups))
-    ax = captured[0]["axes"][0]  # toy: mr2
+    F.plot_change_vs_reference(t["per_class"], tmp_path / "c", groups=groups)
+    ax = drawn[0]["axes"][0]  # toy: mr2
     order = [f"c{c}" for c in np.argsort(syn.BASE)]  # ERM's accuracy, ascending
     assert [t.get_text() for t in ax.get_xticklabels()] == order
     assert [t.get_text() for t in ax.texts] == ["hard", "medium", "easy"]  # the groups, shaded and named
@@ -225,27 +225,27 @@ def test_change_figure_names_the_classes_and_draws_the_seed_intervals(tmp_path, 
          for n in order])
     # the title names the methods as the text does and counts, from the intervals drawn, how many exclude 0
     excluding = sum((lo > 0 or hi < 0) for (_, lo), (_, hi) in bars.get_segments())
-    title = captured[0]["titles"][0]
+    title = drawn[0]["titles"][0]
     assert title.startswith("toy: MR² − ERM (95% t-interval") and "mr2" not in title
     assert f"\n{excluding} of {len(order)} intervals exclude 0" in title
     assert ("one of many comparisons" in title) == (0 < excluding <= max(1, 0.05 * len(order)))
 
 
-def test_change_figure_flags_a_single_class_among_many(tmp_path, captured):
+def test_change_figure_flags_a_single_class_among_many(tmp_path, drawn):
     """One class of ten whose interval excludes 0 is one of many comparisons, on the figure too."""
     rows = [{"dataset": "d", "method": m, "variant": "default", "seed": s, "class": c, "class_name": f"c{c}",
              "accuracy": 0.5 + 0.01 * c + (0.05 + 0.001 * s if (m == "mr2" and c == 3) else 0.002 * s * (m == "mr2")
                                           * (-1) ** (s + c))}
             for m in ("erm", "mr2") for s in range(4) for c in range(10)]
     F.plot_change_vs_reference(pd.DataFrame(rows), tmp_path / "one")
-    assert "1 of 10 intervals exclude 0: one of many comparisons" in captured[0]["titles"][0]
+    assert "1 of 10 intervals exclude 0: one of many comparisons" in drawn[0]["titles"][0]
 
 
-def test_sweeps_are_on_log_axes_with_the_swept_values_as_ticks(tmp_path, captured):
+def test_sweeps_are_on_log_axes_with_the_swept_values_as_ticks(tmp_path, drawn):
     t = syn.tables(sweeps=("c_bar=0.5", "c_bar=2.0", "lam=0.01", "lam=1.0"))
     groups = G.difficulty_table(t["per_class"])
-    check_files(F.plot_sweeps(t["per_class"], t["runs"], groups, tmp_path / "sw"))
-    c_bar, lam = captured[0]["axes"][:2]
+    F.plot_sweeps(t["per_class"], t["runs"], groups, tmp_path / "sw")
+    c_bar, lam = drawn[0]["axes"][:2]
     assert c_bar.get_xscale() == lam.get_xscale() == "log"
     assert [x.get_text() for x in lam.get_xticklabels()] == ["0.01", "0.1", "1"]
     assert [x.get_text() for x in c_bar.get_xticklabels()] == ["0.5", "1", "2"]
@@ -263,11 +263,11 @@ def test_figures_use_the_papers_symbols(tmp_path, drawn):
     assert {r"$\gamma_k$", r"$a_k$ of ERM's training features", r"$\bar{c}$", r"$\lambda$"} <= labels
 
 
-def test_group_points_match_the_group_accuracy(tmp_path, captured):
+def test_group_points_match_the_group_accuracy(tmp_path, drawn):
     """Points (no bars on the truncated axis) at each method's mean group accuracy over seeds, with the sd."""
     t, groups = full()
-    check_files(F.plot_group_accuracy(t["per_class"], groups, tmp_path / "b"))
-    ax = captured[0]["axes"][0]
+    F.plot_group_accuracy(t["per_class"], groups, tmp_path / "b")
+    ax = drawn[0]["axes"][0]
     assert not [p for p in ax.patches if p.get_height() > 0]
     per_run = G.run_group_accuracy(t["per_class"].query("dataset == 'toy' and variant == 'default'"), groups)
     for container, method in zip(ax.containers, syn.METHODS):
@@ -294,12 +294,12 @@ def test_end_to_end_from_a_run_tree(tmp_path):
     assert sorted(sweep["value"].unique()) == [0.5, 1.0]
 
 
-def test_claim_forest_draws_each_methods_paired_difference_and_interval(tmp_path, captured):
+def test_claim_forest_draws_each_methods_paired_difference_and_interval(tmp_path, drawn):
     """The report's first figure: per metric a point per method at its mean paired Δ to ERM (recomputed
     here from the group accuracies) with its t-interval, and the line at 0."""
     t, groups = full()
-    check_files(claim_figures.plot_claim(t["per_class"], t["runs"], groups, tmp_path / "claim"))
-    ax = captured[0]["axes"][0]  # toy
+    claim_figures.plot_claim(t["per_class"], t["runs"], groups, tmp_path / "claim")
+    ax = drawn[0]["axes"][0]  # toy
     assert [x.get_text() for x in ax.get_yticklabels()] == ["all classes", "easy classes", "medium classes",
                                                             "hard classes", "worst class"]
     assert any(list(line.get_xdata()) == [0, 0] for line in ax.get_lines())  # the zero line
@@ -334,7 +334,7 @@ def test_claim_forest_of_chosen_methods_only_and_a_placeholder_without_pairs(tmp
     assert drawn[1]["texts"] == [claim_figures.NO_CLAIM]
 
 
-def test_claim_forest_draws_an_interval_past_the_possible_range_up_to_it_and_marks_it(tmp_path, captured,
+def test_claim_forest_draws_an_interval_past_the_possible_range_up_to_it_and_marks_it(tmp_path, drawn,
                                                                                       monkeypatch):
     """Three seeds that disagree wildly give a t-interval wider than ±100 points (MR² on MNIST-1D after
     40 epochs): the bar stops at ±100, the most two accuracies can differ, with a triangle there."""
@@ -343,8 +343,8 @@ def test_claim_forest_draws_an_interval_past_the_possible_range_up_to_it_and_mar
                          {"dataset": "d", "method": "mr2", "metric": "hard", "diff": 1.0, "diff_lo": -2.0,
                           "diff_hi": 4.0, "n_paired": 3}])
     monkeypatch.setattr(claim_figures, "claim_table", lambda *a, **k: wild)
-    check_files(claim_figures.plot_claim(None, None, None, tmp_path / "claim"))
-    ax = captured[0]["axes"][0]
+    claim_figures.plot_claim(None, None, None, tmp_path / "claim")
+    ax = drawn[0]["axes"][0]
     (bars,) = ax.containers[0].lines[2]
     assert [(lo, hi) for (lo, _), (hi, _) in bars.get_segments()] == [(-100.0, 100.0), (-2.0, 4.0)]
     marks = {line.get_marker(): list(line.get_xdata()) for line in ax.get_lines() if line.get_marker() in ("<", ">")}
