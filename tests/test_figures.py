@@ -487,3 +487,56 @@ def test_tradeoff_panels_keep_the_origin_in_view_and_count_the_paired_seeds(tmp_
     assert shade.get_paths()[0].vertices.max(axis=0) == pytest.approx((8.05, 9.2))  # up to the frozen view
     legends = [ax.get_legend() for ax in (p, q) if ax.get_legend() is not None]
     assert len(legends) == 1 and legends[0].get_title().get_text() == "method"
+
+
+def test_make_figures_hands_each_figure_its_tables_stem_and_names(tmp_path, monkeypatch):
+    """Each figure function is called with the tables it draws, its own stem under the folder given
+    and the reference, MR² method and sweep method given (recorded in place of the drawing);
+    ``available_figures`` decides the figures when none are named; an unknown name is an error that
+    lists the figures."""
+    t, groups = full()
+    calls = {}
+
+    def recorder(name):
+        return lambda *args, **kwargs: calls.setdefault(name, (args, kwargs)) and name
+
+    functions = ("plot_claim", "plot_accuracy_vs_variability", "plot_per_class_sorted", "plot_group_accuracy",
+                 "plot_change_vs_reference", "plot_margins_over_training", "plot_sweeps", "plot_regimes",
+                 "plot_tradeoff", "available_figures")
+    for function in functions:
+        monkeypatch.setattr(F, function, recorder(function))
+    pc, runs, epochs = t["per_class"], t["runs"], t["epochs"]
+    every = list(F.MISSING) + ["accuracy_vs_variability", "per_class_sorted", "group_accuracy", "tradeoff"]
+    made = F.make_figures(t, groups, tmp_path, reference="base", sweep_method="mr2_sweep", method="mine",
+                          names=every)
+    assert list(made) == every and (made["regimes"], made["tradeoff"], made["change_vs_erm"]) == (
+        "plot_regimes", "plot_tradeoff", "plot_change_vs_reference")  # each name what its function returned
+    out = tmp_path
+    expected = {
+        "plot_claim": ((pc, runs, groups, out / "claim_forest"), {"reference": "base"}),
+        "plot_accuracy_vs_variability": ((pc, out / "accuracy_vs_variability"), {"methods": ("base", "mine")}),
+        "plot_per_class_sorted": ((pc, out / "per_class_sorted"), {}),
+        "plot_group_accuracy": ((pc, groups, out / "group_accuracy"), {}),
+        "plot_change_vs_reference": ((pc, out / "change_vs_erm"), {"reference": "base", "groups": groups}),
+        "plot_sweeps": ((pc, runs, groups, out / "sweeps"), {"method": "mr2_sweep", "reference": "base"}),
+        "plot_regimes": ((pc, runs, groups, out / "regimes"), {"reference": "base"}),
+        "plot_tradeoff": ((pc, runs, groups, out / "tradeoff"), {"reference": "base"}),
+    }
+    for function, (args, kwargs) in expected.items():
+        got_args, got_kwargs = calls[function]
+        assert len(got_args) == len(args) and all(a is b or a == b for a, b in zip(got_args, args)), function
+        assert got_kwargs.keys() == kwargs.keys() and all(got_kwargs[k] is v or got_kwargs[k] == v
+                                                          for k, v in kwargs.items()), function
+    margins_args, margins_kwargs = calls["plot_margins_over_training"]
+    assert margins_args[0] is epochs and margins_args[1] is groups and margins_args[2] == out / "margins_over_training"
+    assert margins_kwargs["method"] == "mine"
+    pd.testing.assert_frame_equal(margins_kwargs["names"], G.class_names(pc))
+    monkeypatch.setattr(F, "available_figures", lambda *a: calls.__setitem__("available", a) or {n: n != "sweeps"
+                                                                                                 for n in every})
+    assert "sweeps" not in F.make_figures(t, groups, tmp_path, reference="base", sweep_method="s", method="m")
+    assert calls["available"] == (t, groups, "base", "s", "m")
+    with pytest.raises(ValueError) as error:
+        F.make_figures(t, groups, tmp_path, names=["tradeoff", "pie"])
+    assert str(error.value) == ("unknown figure 'pie'; the figures are claim_forest, accuracy_vs_variability, "
+                                "per_class_sorted, group_accuracy, change_vs_erm, margins_over_training, sweeps, "
+                                "regimes, tradeoff")
