@@ -88,6 +88,14 @@ def tables(datasets=("toy",), methods=METHODS, seeds=SEEDS, sweeps=(), epochs=4,
 
 
 # ----------------------------------------------------------------------------- a fake run tree
+def renamed(t: dict, names: dict[str, str]) -> dict:
+    """The tables of ``tables`` with methods renamed (``{"erm": "base"}``: another reference) in
+    every table that names methods, in place; returned for chaining."""
+    for name in ("per_class", "runs", "epochs"):
+        t[name]["method"] = t[name]["method"].replace(names)
+    return t
+
+
 def write_run(root, dataset, method, variant, seed, k=4, dataset_key=None, epochs=2):
     """A run directory in the exact formats of mr2.engine.train and mr2.engine.evaluate."""
     run = root / "runs" / (dataset_key or dataset) / method / variant / f"seed{seed}"

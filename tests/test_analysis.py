@@ -516,9 +516,7 @@ def test_report_holds_the_premise_section_of_its_analysis_place_captions_and_ref
     captions = tmp_path / "captions"
     shutil.copytree(CAPTIONS, captions)
     analysis = hand_analysis_folder(tmp_path, captions)
-    t = rd.tables(methods=("erm", "mr2"))
-    for name in ("per_class", "runs", "epochs"):
-        t[name]["method"] = t[name]["method"].replace({"erm": "base"})
+    t = rd.renamed(rd.tables(methods=("erm", "mr2")), {"erm": "base"})
     t["groups"] = difficulty_table(t["per_class"], reference="base")
     out = tmp_path / "report" / "report.md"
     text = write_report(t, "| table |", {}, out, captions, {"seeds": [0]}, reference="base", analysis=analysis)

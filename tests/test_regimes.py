@@ -215,9 +215,7 @@ def test_report_has_the_regime_section_only_with_regimes(tmp_path):
 def test_report_gives_its_reference_to_the_regime_section(tmp_path):
     """With another reference than ERM, the report's regime section is that reference's: the
     section regime_section writes for it, word for word (for ERM, absent here, it writes none)."""
-    t = regime_tables()
-    for name in ("per_class", "runs", "epochs"):
-        t[name]["method"] = t[name]["method"].replace({"erm": "base"})
+    t = rd.renamed(regime_tables(), {"erm": "base"})
     t["groups"] = difficulty_table(t["per_class"], reference="base")
     captions = Path(__file__).resolve().parents[1] / "workflow" / "report"
     text = write_report(t, "| table |", {}, tmp_path / "report.md", captions, {"seeds": list(rd.SEEDS)},

@@ -79,10 +79,8 @@ def test_class_findings_of_another_method_name_it():
 def base_tables(mr2="mr2"):
     """Synthetic tables of two datasets (in the order dB, dA) with seeds given as 2, 0, 1, ERM renamed
     to the reference ``base`` and MR² to ``mr2``."""
-    t = syn.tables(datasets=("dB", "dA"), methods=("erm", "mr2"), seeds=(2, 0, 1))
-    for name in ("per_class", "runs", "epochs"):
-        t[name]["method"] = t[name]["method"].replace({"erm": "base", "mr2": mr2})
-    return t
+    return syn.renamed(syn.tables(datasets=("dB", "dA"), methods=("erm", "mr2"), seeds=(2, 0, 1)),
+                       {"erm": "base", "mr2": mr2})
 
 
 def report_of(tmp_path, figures, options=True, margins=True, config=None, html_out=None):
