@@ -8,7 +8,8 @@ copy of this working tree (its tracked and untracked, not ignored files) by repl
 ``mutmut show`` diff removes with those it adds; then ``pytest -x PYTEST_ARG ...`` runs in the copy,
 and the file is restored. A mutant whose lines are no longer in the source (the code changed since
 the run) is reported as ``gone``. Prints one line per mutant, ``<name> killed|survived|gone``, then
-the counts. Environment: MUTMUT (default: the mutmut next to this Python), MR2_MUTATION=1 is set
+the counts; exits 1, before any mutant, when the tests fail or select nothing unmutated.
+Environment: MUTMUT (default: the mutmut next to this Python), MR2_MUTATION=1 is set
 for the tests as mutation.sh does. Long work shows one line per mutant as it goes.
 """
 
@@ -53,7 +54,9 @@ def copy_tree(dest: Path) -> None:
             shutil.copy2(ROOT / name, dest / name)
 
 
-def recheck(work: Path, pytest_args: list[str], mutmut: str) -> collections.Counter:
+def recheck(work: Path, pytest_args: list[str], mutmut: str) -> collections.Counter | None:
+    """The verdict of every survivor, counted; None when the tests fail (or select nothing) without a
+    mutant, so that no failure is mistaken for a kill."""
     counts: collections.Counter = collections.Counter()
     names = survivors(work, mutmut)
     print(f"{len(names)} survivors in {work}", flush=True)
@@ -61,6 +64,15 @@ def recheck(work: Path, pytest_args: list[str], mutmut: str) -> collections.Coun
         copy = Path(tmp)
         copy_tree(copy)
         env = {**os.environ, "PYTHONPATH": str(copy), "MR2_MUTATION": "1"}
+
+        def tests_fail() -> bool:
+            return subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *pytest_args],
+                                  cwd=copy, env=env, capture_output=True, text=True).returncode != 0
+
+        if tests_fail():
+            print(f"mutation_recheck: the tests {' '.join(pytest_args)!r} fail or select nothing without a mutant",
+                  file=sys.stderr)
+            return None
         for name in names:
             path, old, new = mutant_change(work, mutmut, name)
             source = copy / path
@@ -70,11 +82,9 @@ def recheck(work: Path, pytest_args: list[str], mutmut: str) -> collections.Coun
             else:
                 source.write_text(original.replace(old, new), encoding="utf-8")
                 try:
-                    run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-                                          *pytest_args], cwd=copy, env=env, capture_output=True, text=True)
+                    verdict = "killed" if tests_fail() else "survived"
                 finally:
                     source.write_text(original, encoding="utf-8")
-                verdict = "killed" if run.returncode else "survived"
             counts[verdict] += 1
             print(f"{name} {verdict}", flush=True)
     print(", ".join(f"{k} {counts[k]}" for k in ("killed", "survived", "gone")), flush=True)
@@ -88,8 +98,7 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     mutmut = os.environ.get("MUTMUT") or str(Path(sys.executable).parent / "mutmut")
-    recheck(Path(argv[0]), argv[1:], mutmut)
-    return 0
+    return 0 if recheck(Path(argv[0]), argv[1:], mutmut) is not None else 1
 
 
 if __name__ == "__main__":

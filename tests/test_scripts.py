@@ -131,7 +131,7 @@ def test_mutation_script_mutates_several_files_of_a_comma_list_in_one_run(tmp_pa
 def test_mutation_recheck_applies_each_survivor_to_a_copy_and_runs_the_tests(tmp_path):
     """With a stub mutmut listing three survivors of tradeoff.py: a changed constant the tests now
     catch (killed), a changed comment (survived) and lines no longer in the source (gone); the
-    repository's own file is never touched."""
+    repository's own file is never touched. Tests that select nothing judge no mutant."""
     source = REPO / "mr2" / "results" / "tradeoff.py"
     before = source.read_text(encoding="utf-8")
     diffs = {"m.x_near__mutmut_1": ("NEAR_FACTOR, NEAR_FLOOR = 3.0, 0.25", "NEAR_FACTOR, NEAR_FLOOR = 4.0, 0.25"),
@@ -156,6 +156,11 @@ def test_mutation_recheck_applies_each_survivor_to_a_copy_and_runs_the_tests(tmp
                                        "m.x_note__mutmut_2 survived", "m.x_gone__mutmut_3 gone",
                                        "killed 1, survived 1, gone 1"]
     assert source.read_text(encoding="utf-8") == before
+    nothing = subprocess.run([sys.executable, str(REPO / "scripts" / "mutation_recheck.py"), str(work),
+                              "tests/test_verdicts.py", "-k", "no_test_has_this_name"],
+                             capture_output=True, text=True, env={**os.environ, "MUTMUT": str(mutmut)})
+    assert nothing.returncode == 1 and "fail or select nothing without a mutant" in nothing.stderr
+    assert "killed" not in nothing.stdout  # no mutant judged on tests that never ran
     missing = subprocess.run([sys.executable, str(REPO / "scripts" / "mutation_recheck.py"), str(tmp_path / "nowhere")],
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "no work folder" in missing.stderr
