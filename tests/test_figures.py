@@ -277,6 +277,43 @@ def test_group_points_match_the_group_accuracy(tmp_path, drawn):
         assert [hi - lo for (_, lo), (_, hi) in bars.get_segments()] == pytest.approx(2 * expected.std().to_numpy())
 
 
+def test_group_points_sit_side_by_side_named_and_coloured_per_run(tmp_path, drawn):
+    """The n runs' points share each group's tick: centred in slots of width 0.8/n, in the tables'
+    order; a variant is a run of its own (named and coloured as such); one seed draws an error bar of
+    length 0 (not a missing one), ``errorbar=None`` none; grey rules between the groups; a selection
+    with no run is a placeholder that says so."""
+    t, groups = full()
+    pc = t["per_class"]
+    pc = pc[(pc["dataset"] == "toy") & ~((pc["method"] == "mr2_no_rep") & (pc["seed"] > 0))]
+    F.plot_group_accuracy(pc, groups, tmp_path / "g", variants=("default", "c_bar=0.5"))
+    ax = drawn[0]["axes"][0]
+    runs = [(m, "default") for m in syn.METHODS] + [("mr2", "c_bar=0.5")]
+    offsets = [-0.32, -0.16, 0.0, 0.16, 0.32]  # five slots of 0.16 across 0.8, centred on the tick
+    assert len(ax.containers) == len(runs)
+    for container, (method, variant), offset in zip(ax.containers, runs, offsets):
+        assert container.lines[0].get_xdata() == pytest.approx(np.arange(4) + offset)
+        colour = matplotlib.colors.to_hex(container.lines[0].get_color())
+        if variant == "default":
+            assert container.get_label() == plotting.DISPLAY_NAMES.get(method, method)
+            assert colour == matplotlib.colors.to_hex(plotting.METHOD_COLOURS[method])
+        else:
+            assert container.get_label() == "MR² (c_bar=0.5)"
+            expected = matplotlib.colors.to_hex(plotting.method_colour("mr2", "c_bar=0.5"))
+            assert colour == expected != matplotlib.colors.to_hex(plotting.METHOD_COLOURS["mr2"])
+        lengths = [hi - lo for (_, lo), (_, hi) in container.lines[2][0].get_segments()]
+        assert (lengths == pytest.approx([0.0] * 4)) == (method == "mr2_no_rep")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["all", "easy", "medium", "hard"]
+    assert ax.get_title() == "toy"
+    rules = [line for line in ax.lines if list(line.get_ydata()) == [0, 1]]
+    assert [line.get_xdata()[0] for line in rules] == [0.5, 1.5, 2.5]
+    assert {matplotlib.colors.to_hex(line.get_color()) for line in rules} == {matplotlib.colors.to_hex("0.85")}
+
+    F.plot_group_accuracy(pc, groups, tmp_path / "n", errorbar=None)
+    assert all(not c.has_yerr and c.lines[2] == () for c in drawn[1]["axes"][0].containers)
+    F.plot_group_accuracy(pc, groups, tmp_path / "p", methods=("absent",))
+    assert drawn[2]["placeholder"] and drawn[2]["texts"] == ["no runs to draw"]
+
+
 def test_end_to_end_from_a_run_tree(tmp_path):
     """aggregate -> CSV -> read back -> groups -> results table and every figure."""
     dirs = [syn.write_run(tmp_path, "fmnist", m, "default", s, k=6) for m in ("erm", "mr2") for s in (0, 1)]
