@@ -62,8 +62,8 @@ for target in "$@"; do
     [ -z "${MUTATION_TESTS:-}" ] || selection="$(printf '%s' "$MUTATION_TESTS" | sed 's/"/\\"/g; s/,/", "/g; s/.*/"&"/')"
     name="$(echo "$target" | tr '/.,' '___')"
     work="$OUT/$name"
-    rm -rf "$work" && mkdir -p "$work"
-    (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work" 2>/dev/null) || true
+    rm -rf "$work"
+    bash "$ROOT/scripts/copy_tree.sh" "$work"
     top="$(cd "$work" && ls -A | grep -v -x -e mr2 -e theory -e tests -e pyproject.toml | sed 's/.*/"&"/' | paste -sd, -)"
     cat >> "$work/pyproject.toml" <<EOF
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,13 +44,9 @@ def mutant_change(work: Path, mutmut: str, name: str) -> tuple[str, str, str]:
 
 
 def copy_tree(dest: Path) -> None:
-    """This working tree's tracked and untracked, not ignored files into ``dest``."""
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                           capture_output=True, check=True).stdout.decode().split("\0")
-    for name in filter(None, files):
-        if (ROOT / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, dest / name)
+    """This working tree's tracked and untracked, not ignored files into ``dest`` (``copy_tree.sh``,
+    the copy mutation.sh runs in)."""
+    subprocess.run(["bash", str(ROOT / "scripts" / "copy_tree.sh"), str(dest)], check=True)
 
 
 def recheck(work: Path, pytest_args: list[str], mutmut: str) -> collections.Counter | None:

@@ -128,6 +128,20 @@ def test_mutation_script_mutates_several_files_of_a_comma_list_in_one_run(tmp_pa
     assert 'pytest_add_cli_args_test_selection = ["tests/test_verdicts.py", "-k", "not report and not \\"x\\""]' in config
 
 
+def test_copy_tree_copies_the_files_git_tracks_or_would_track_and_nothing_ignored(tmp_path):
+    """The copy mutation.sh and mutation_recheck.py work in: exactly the files of ``git ls-files
+    --cached --others --exclude-standard`` that exist, with their content, and no ignored file."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    expected = sorted(n for n in listed if n and (REPO / n).is_file())
+    dest = tmp_path / "copy with space"
+    subprocess.run(["bash", str(REPO / "scripts" / "copy_tree.sh"), str(dest)], check=True)
+    copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+    assert copied == expected and "mr2/__init__.py" in copied
+    assert (dest / "README.md").read_bytes() == (REPO / "README.md").read_bytes()
+    assert subprocess.run(["bash", str(REPO / "scripts" / "copy_tree.sh")], capture_output=True).returncode == 2
+
+
 def test_mutation_recheck_applies_each_survivor_to_a_copy_and_runs_the_tests(tmp_path):
     """With a stub mutmut listing three survivors of tradeoff.py: a changed constant the tests now
     catch (killed), a changed comment (survived) and lines no longer in the source (gone); the
