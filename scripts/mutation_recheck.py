@@ -1,6 +1,6 @@
 """Recheck the survivors of a mutation run against the tests as they are now.
 
-    python scripts/mutation_recheck.py WORK [PYTEST_ARG ...]
+    python scripts/mutation_recheck.py WORK [--only REGEX] [PYTEST_ARG ...]
 
 WORK is the work folder of one target of ``scripts/mutation.sh`` (``$MUTATION_DIR/<target>``), where
 mutmut keeps its mutants. Every mutant mutmut reported as survived is applied, one at a time, to a
@@ -8,7 +8,9 @@ copy of this working tree (its tracked and untracked, not ignored files) by repl
 ``mutmut show`` diff removes with those it adds; then ``pytest -x PYTEST_ARG ...`` runs in the copy,
 and the file is restored. A mutant whose lines are no longer in the source (the code changed since
 the run) is reported as ``gone``. Prints one line per mutant, ``<name> killed|survived|gone``, then
-the counts; exits 1, before any mutant, when the tests fail or select nothing unmutated.
+the counts; exits 1, before any mutant, when the tests fail or select nothing unmutated. ``--only``
+keeps the survivors whose name matches REGEX (``re.search``), e.g. one function's mutants with the
+tests that reach it.
 Environment: MUTMUT (default: the mutmut next to this Python), MR2_MUTATION=1 is set
 for the tests as mutation.sh does. Long work shows one line per mutant as it goes.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -25,10 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def survivors(work: Path, mutmut: str) -> list[str]:
-    """The names of the mutants ``mutmut results`` lists as survived in ``work``."""
+def survivors(work: Path, mutmut: str, only: str = "") -> list[str]:
+    """The names of the mutants ``mutmut results`` lists as survived in ``work`` that match ``only``."""
     out = subprocess.run([mutmut, "results"], cwd=work, capture_output=True, text=True, check=True).stdout
-    return [line.rsplit(":", 1)[0].strip() for line in out.splitlines() if line.rstrip().endswith(": survived")]
+    names = [line.rsplit(":", 1)[0].strip() for line in out.splitlines() if line.rstrip().endswith(": survived")]
+    return [name for name in names if re.search(only, name)]
 
 
 def mutant_change(work: Path, mutmut: str, name: str) -> tuple[str, str, str]:
@@ -49,11 +53,11 @@ def copy_tree(dest: Path) -> None:
     subprocess.run(["bash", str(ROOT / "scripts" / "copy_tree.sh"), str(dest)], check=True)
 
 
-def recheck(work: Path, pytest_args: list[str], mutmut: str) -> collections.Counter | None:
+def recheck(work: Path, pytest_args: list[str], mutmut: str, only: str = "") -> collections.Counter | None:
     """The verdict of every survivor, counted; None when the tests fail (or select nothing) without a
     mutant, so that no failure is mistaken for a kill."""
     counts: collections.Counter = collections.Counter()
-    names = survivors(work, mutmut)
+    names = survivors(work, mutmut, only)
     print(f"{len(names)} survivors in {work}", flush=True)
     with tempfile.TemporaryDirectory(prefix="mr2-recheck-") as tmp:
         copy = Path(tmp)
@@ -93,7 +97,18 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     mutmut = os.environ.get("MUTMUT") or str(Path(sys.executable).parent / "mutmut")
-    return 0 if recheck(Path(argv[0]), argv[1:], mutmut) is not None else 1
+    work, rest, only = Path(argv[0]), argv[1:], ""
+    if rest[:1] == ["--only"]:
+        if len(rest) < 2:
+            print("mutation_recheck: --only needs a regular expression", file=sys.stderr)
+            return 2
+        only, rest = rest[1], rest[2:]
+        try:
+            re.compile(only)
+        except re.error as error:
+            print(f"mutation_recheck: --only {only!r} is not a regular expression: {error}", file=sys.stderr)
+            return 2
+    return 0 if recheck(work, rest, mutmut, only) is not None else 1
 
 
 if __name__ == "__main__":

@@ -526,6 +526,33 @@ def test_tradeoff_panels_keep_the_origin_in_view_and_count_the_paired_seeds(tmp_
     assert len(legends) == 1 and legends[0].get_title().get_text() == "method"
 
 
+def test_available_figures_says_which_comparisons_the_tables_hold():
+    """Each figure against what its tables hold, written out by hand: the pairs with the reference
+    (claim, changes, trade-off), MR²'s per-class γ in the epoch log (absent log: available), a sweep
+    of the sweep method, two regimes of one data; the reference and methods by name."""
+    regimes = {"lo": ("toy", 300, 4, 1.0), "hi": ("toy", None, 4, 1.0)}
+    t = syn.tables(datasets=("lo", "hi"), sweeps=("c_bar=0.5", "c_bar=2.0"), regimes=regimes)
+    groups = G.difficulty_table(t["per_class"])
+    every = ["claim_forest", "per_class_sorted", "accuracy_vs_variability", "group_accuracy", "change_vs_erm",
+             "margins_over_training", "sweeps", "regimes", "tradeoff"]
+    assert F.available_figures(t, groups) == dict.fromkeys(every, True)
+    without_runs = F.available_figures({"per_class": t["per_class"], "epochs": t["epochs"]}, groups)
+    assert [n for n, ok in without_runs.items() if not ok] == ["sweeps", "regimes"]  # their settings are in runs
+    other = syn.renamed(t, {"erm": "base", "mr2": "mine"})
+    assert [n for n, ok in F.available_figures(other, groups).items() if not ok] == [
+        "claim_forest", "change_vs_erm", "margins_over_training", "sweeps", "regimes", "tradeoff"]
+    assert F.available_figures(other, groups, reference="base", sweep_method="mine", method="mine") == \
+        dict.fromkeys(every, True)
+    assert not F.available_figures(other, groups, reference="base", sweep_method="mr2_uniform")["sweeps"]
+    assert F.available_figures({"per_class": t["per_class"], "runs": t["runs"]}, groups)["margins_over_training"]
+    # γ of MR² with no class, a per-class log of MR² that is not γ, γ per class of another method: no figure
+    log = pd.DataFrame({"method": ["mr2", "mr2", "mr2_uniform"], "name": ["gamma", "a_k", "gamma"],
+                        "class": [pd.NA, 0, 1]})
+    assert not F.available_figures({**t, "epochs": log}, groups)["margins_over_training"]
+    log.loc[3] = ["mr2", "gamma", 2]
+    assert F.available_figures({**t, "epochs": log}, groups)["margins_over_training"]
+
+
 def test_make_figures_hands_each_figure_its_tables_stem_and_names(tmp_path, monkeypatch):
     """Each figure function is called with the tables it draws, its own stem under the folder given
     and the reference, MR² method and sweep method given (recorded in place of the drawing);
@@ -572,6 +599,8 @@ def test_make_figures_hands_each_figure_its_tables_stem_and_names(tmp_path, monk
                                                                                                  for n in every})
     assert "sweeps" not in F.make_figures(t, groups, tmp_path, reference="base", sweep_method="s", method="m")
     assert calls["available"] == (t, groups, "base", "s", "m")
+    F.make_figures(t, groups, tmp_path)
+    assert calls["available"] == (t, groups, "erm", "mr2", "mr2")  # the defaults: ERM, MR² and MR²'s sweeps
     with pytest.raises(ValueError) as error:
         F.make_figures(t, groups, tmp_path, names=["tradeoff", "pie"])
     assert str(error.value) == ("unknown figure 'pie'; the figures are claim_forest, accuracy_vs_variability, "

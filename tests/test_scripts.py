@@ -178,3 +178,12 @@ def test_mutation_recheck_applies_each_survivor_to_a_copy_and_runs_the_tests(tmp
     missing = subprocess.run([sys.executable, str(REPO / "scripts" / "mutation_recheck.py"), str(tmp_path / "nowhere")],
                              capture_output=True, text=True)
     assert missing.returncode == 2 and "no work folder" in missing.stderr
+    only = subprocess.run([sys.executable, str(REPO / "scripts" / "mutation_recheck.py"), str(work), "--only",
+                           "x_(near|gone)_", "tests/test_verdicts.py", "-k", "near_zero_includes"],
+                          capture_output=True, text=True, env={**os.environ, "MUTMUT": str(mutmut)})
+    assert only.stdout.splitlines() == [f"2 survivors in {work}", "m.x_near__mutmut_1 killed",
+                                        "m.x_gone__mutmut_3 gone", "killed 1, survived 0, gone 1"]
+    for bad in (["--only"], ["--only", "x_(near"]):
+        refused = subprocess.run([sys.executable, str(REPO / "scripts" / "mutation_recheck.py"), str(work), *bad],
+                                 capture_output=True, text=True, env={**os.environ, "MUTMUT": str(mutmut)})
+        assert refused.returncode == 2 and "--only" in refused.stderr
