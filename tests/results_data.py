@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import yaml
@@ -155,6 +157,7 @@ def spy_on_figures(monkeypatch, modules, save: bool) -> list[dict]:
     seen, real = [], plotting.save_figure
 
     def spy(fig, stem, **kw):
+        assert isinstance(stem, (str, Path)) and str(stem), f"a figure saved without a file stem: {stem!r}"
         seen.append({"fig": fig, "stem": stem, "texts": [t.get_text() for ax in fig.axes for t in ax.texts],
                      "titles": [ax.get_title() for ax in fig.axes], "axes": list(fig.axes),
                      "strings": figure_strings(fig), "placeholder": len(fig.axes) == 1 and not fig.axes[0].axison})

@@ -302,8 +302,11 @@ def test_group_points_sit_side_by_side_named_and_coloured_per_run(tmp_path, draw
             assert colour == expected != matplotlib.colors.to_hex(plotting.METHOD_COLOURS["mr2"])
         lengths = [hi - lo for (_, lo), (_, hi) in container.lines[2][0].get_segments()]
         assert (lengths == pytest.approx([0.0] * 4)) == (method == "mr2_no_rep")
+    assert all(c.lines[0].get_linestyle() == "None" for c in ax.containers)  # points, not joined
     assert [t.get_text() for t in ax.get_xticklabels()] == ["all", "easy", "medium", "hard"]
-    assert ax.get_title() == "toy"
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == (
+        "toy", "classes (groups from the reference method)", "test accuracy (%)")
+    assert ax.get_legend().get_title().get_text() == "method"
     rules = [line for line in ax.lines if list(line.get_ydata()) == [0, 1]]
     assert [line.get_xdata()[0] for line in rules] == [0.5, 1.5, 2.5]
     assert {matplotlib.colors.to_hex(line.get_color()) for line in rules} == {matplotlib.colors.to_hex("0.85")}
@@ -312,6 +315,14 @@ def test_group_points_sit_side_by_side_named_and_coloured_per_run(tmp_path, draw
     assert all(not c.has_yerr and c.lines[2] == () for c in drawn[1]["axes"][0].containers)
     F.plot_group_accuracy(pc, groups, tmp_path / "p", methods=("absent",))
     assert drawn[2]["placeholder"] and drawn[2]["texts"] == ["no runs to draw"]
+
+    # a run missing from one dataset leaves its slot empty there; the runs after it are drawn
+    pc = t["per_class"]
+    F.plot_group_accuracy(pc[(pc["dataset"] == "toy") | (pc["method"] != "mr2")], groups, tmp_path / "m")
+    toy2 = drawn[3]["axes"][1]
+    assert toy2.get_title() == "toy2"
+    assert [c.get_label() for c in toy2.containers] == ["ERM", "MR² uniform γ", "MR² λ = 0"]
+    assert [c.lines[0].get_xdata()[0] for c in toy2.containers] == pytest.approx([-0.3, 0.1, 0.3])
 
 
 def test_end_to_end_from_a_run_tree(tmp_path):

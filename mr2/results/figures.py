@@ -191,15 +191,14 @@ def plot_group_accuracy(per_class: pd.DataFrame, groups: pd.DataFrame, stem: str
     if selected.empty:
         return placeholder(stem, "no runs to draw")
     per_run = run_group_accuracy(selected, groups)
-    per_run["label"] = [display_name(m, v) for m, v in zip(per_run["method"], per_run["variant"])]
-    long = per_run.melt(id_vars=RUN_KEYS + ["label"], value_vars=[g for g in GROUP_ORDER if g in per_run],
+    long = per_run.melt(id_vars=RUN_KEYS, value_vars=[g for g in GROUP_ORDER if g in per_run],
                         var_name="group", value_name="accuracy")
     long["accuracy"] *= 100
     pairs = list(dict.fromkeys(zip(selected["method"], selected["variant"])))
     datasets = list(long["dataset"].unique())
     fig, axes = _panels(len(datasets))
     fig.set_figwidth(fig.get_figwidth() * max(1.0, len(pairs) / 5))  # room for many methods
-    step = 0.8 / max(len(pairs), 1)
+    step = 0.8 / len(pairs)  # the runs share 0.8 of each group's unit
     for ax, dataset in zip(axes.flat, datasets):
         part = long[long["dataset"] == dataset]
         order = [g for g in GROUP_ORDER if g in set(part["group"])]
