@@ -118,6 +118,17 @@ def test_sorted_lines_are_ascending_per_method(tmp_path, drawn, monkeypatch):
     curves = [ln.get_ydata() for ln in lines if len(ln.get_ydata()) == syn.K]
     assert len(curves) == len(syn.METHODS)  # sweep variants are left out by default
     assert all((curve[1:] >= curve[:-1]).all() for curve in curves)
+    means = 100 * t["per_class"].query("variant == 'default'").groupby(["dataset", "method", "class"])["accuracy"].mean()
+    for ax, dataset in zip(drawn[0]["axes"], ("toy", "toy2")):  # each panel its own dataset's classes
+        curves = [ln.get_ydata() for ln in ax.get_lines() if len(ln.get_ydata()) == syn.K]
+        assert [list(c) for c in curves] == [pytest.approx(sorted(means[(dataset, m)])) for m in syn.METHODS]
+        assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == (
+            dataset, "rank of the class within each method (ascending accuracy)", "test accuracy (%)")
+    legend = drawn[0]["axes"][1].get_legend()  # one legend, on the last panel, in the tables' order and colours
+    assert drawn[0]["axes"][0].get_legend() is None and legend.get_title().get_text() == "method"
+    assert legend_colours(drawn[0]["axes"][1]) == {
+        plotting.DISPLAY_NAMES[m]: matplotlib.colors.to_hex(plotting.METHOD_COLOURS[m]) for m in syn.METHODS}
+    assert [x.get_text() for x in legend.get_texts()] == [plotting.DISPLAY_NAMES[m] for m in syn.METHODS]
 
 
 def test_few_classes_get_a_named_dot_plot_in_erms_order(tmp_path, drawn):
@@ -130,6 +141,20 @@ def test_few_classes_get_a_named_dot_plot_in_erms_order(tmp_path, drawn):
     means = 100 * pc.groupby(["method", "class"])["accuracy"].mean()
     for line, method in zip(ax.get_lines(), syn.METHODS):
         assert line.get_xdata() == pytest.approx([means[(method, int(n[1:]))] for n in order])
+        assert line.get_linestyle() == "None" and line.get_label() == plotting.DISPLAY_NAMES[method]
+        assert matplotlib.colors.to_hex(line.get_color()) == matplotlib.colors.to_hex(plotting.METHOD_COLOURS[method])
+    assert ax.get_ylim() == (syn.K - 0.5, -0.5)  # the hardest class at the top, no empty row
+    assert (ax.get_title(), ax.get_xlabel(), ax.get_ylabel()) == ("toy", "test accuracy (%)",
+                                                                  "class (ascending ERM accuracy)")
+    assert drawn[0]["axes"][1].get_legend().get_title().get_text() == "method" and ax.get_legend() is None
+    # without the reference among the runs: the classes in the order of their mean over the methods
+    F.plot_per_class_sorted(t["per_class"], tmp_path / "n", methods=("mr2", "mr2_uniform"))
+    ax = drawn[1]["axes"][0]
+    both = pc[pc["method"].isin(["mr2", "mr2_uniform"])].groupby(["method", "class"])["accuracy"].mean()
+    mean_order = [f"c{c}" for c in both.groupby("class").mean().sort_values(kind="stable").index]
+    assert [x.get_text() for x in ax.get_yticklabels()] == mean_order and ax.get_ylabel() == "class"
+    F.plot_per_class_sorted(t["per_class"], tmp_path / "p", methods=("absent",))
+    assert drawn[2]["placeholder"] and drawn[2]["texts"] == ["no runs to draw"]
 
 
 def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, drawn):
