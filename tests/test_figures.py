@@ -266,6 +266,81 @@ def test_change_figure_flags_a_single_class_among_many(tmp_path, drawn):
     assert "1 of 10 intervals exclude 0: one of many comparisons" in drawn[0]["titles"][0]
 
 
+def test_change_figure_lays_out_a_panel_per_dataset_and_method_on_one_axis(tmp_path, drawn, monkeypatch):
+    """By hand: two datasets, three methods beside ERM, two panels a row; a method absent from a
+    dataset leaves a panel saying so (and the next method is drawn), the spare panel is blank; every
+    panel has the y range of all intervals clipped to ±100 points plus 5 %, points in the method's
+    colour (bars too) not joined, a black line at 0, the classes in ERM's order, axis labels naming
+    ERM, a class with no group marked "?"; a level other than 95 % everywhere; placeholders that
+    name what is missing."""
+    def acc(dataset, method, seed, c):
+        erm = 0.9 - 0.1 * c  # ascending ERM accuracy: n4, n3, ..., n0
+        if method == "erm":
+            return erm
+        if method == "mr2" and dataset == "d1" and c == 4:
+            return erm + (0.45 if seed == 0 else -0.45)  # an interval far past ±100 points
+        return erm + {"mr2": 0.02, "focal": -0.03, "ldam": 0.01}[method] + 0.004 * seed * (-1) ** c
+    rows = [{"dataset": d, "method": m, "variant": "default", "seed": s, "class": c, "class_name": f"n{c}",
+             "accuracy": acc(d, m, s, c)}
+            for d in ("d1", "d2") for m in ("erm", "mr2", "focal", "ldam") for s in (0, 1) for c in range(5)
+            if not (m == "focal" and d == "d2")]
+    pc = pd.DataFrame(rows)
+    groups = G.difficulty_table(pc)
+    groups = groups[~((groups["dataset"] == "d1") & (groups["class"] == 0))]  # n0 of d1 has no group
+    monkeypatch.setattr(F, "PANELS_PER_ROW", 2)
+    F.plot_change_vs_reference(pc, tmp_path / "c", groups=groups)
+    axes = drawn[0]["axes"]
+    assert len(axes) == 8  # per dataset two rows of two panels: mr2, focal / ldam, blank
+    assert not axes[3].axison and not axes[3].texts and not axes[3].containers
+    assert not axes[7].axison and not axes[7].texts and not axes[7].containers
+    assert not axes[5].axison and [t.get_text() for t in axes[5].texts] == ["d2: no runs of focal"]
+    drawn_panels = {0: ("d1", "mr2"), 1: ("d1", "focal"), 2: ("d1", "ldam"), 4: ("d2", "mr2"), 6: ("d2", "ldam")}
+    for i, (dataset, method) in drawn_panels.items():
+        ax = axes[i]
+        assert ax.get_title().startswith(f"{dataset}: {plotting.DISPLAY_NAMES.get(method, method)} − ERM "
+                                         "(95% t-interval over 2 seeds)\n")
+        assert ax.get_ylim() == pytest.approx((-110.0, 110.0))  # [-100, 100] and 5 % of its 200 points
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["n4", "n3", "n2", "n1", "n0"]
+        assert (ax.get_xlabel(), ax.get_ylabel()) == ("class (ascending ERM accuracy)", "change over ERM (points)")
+        (container,) = ax.containers
+        colour = matplotlib.colors.to_hex(plotting.method_colour(method))
+        assert matplotlib.colors.to_hex(container.lines[0].get_color()) == colour
+        assert container.lines[0].get_linestyle() == "None"
+        assert matplotlib.colors.to_hex(container.lines[2][0].get_colors()[0]) == colour
+        zero = [ln for ln in ax.get_lines() if list(ln.get_ydata()) == [0, 0]]
+        assert len(zero) == 1 and matplotlib.colors.to_hex(zero[0].get_color()) == "#000000"
+        expected = [100 * (acc(dataset, method, 0, c) + acc(dataset, method, 1, c)) / 2 - 100 * (0.9 - 0.1 * c)
+                    for c in (4, 3, 2, 1, 0)]
+        assert container.lines[0].get_ydata() == pytest.approx(expected)
+    assert "?" in [t.get_text() for t in axes[0].texts] and "?" not in [t.get_text() for t in axes[4].texts]
+    (_, lo), (_, hi) = axes[0].containers[0].lines[2][0].get_segments()[0]  # n4 of d1: d = +45, −45 points
+    assert (lo, hi) == pytest.approx((-stats.t.ppf(0.975, 1) * 45, stats.t.ppf(0.975, 1) * 45))  # sd/√2 = 45
+
+    t, groups = full()
+    F.plot_change_vs_reference(t["per_class"], tmp_path / "l", groups=groups, level=0.5)
+    ax = drawn[1]["axes"][0]  # toy: mr2, at the level given
+    acc_of = t["per_class"].query("dataset == 'toy' and variant == 'default'").set_index(
+        ["method", "seed", "class"])["accuracy"]
+    diffs = {c: 100 * np.array([acc_of[("mr2", s, c)] - acc_of[("erm", s, c)] for s in syn.SEEDS])
+             for c in range(syn.K)}
+    order = np.argsort(syn.BASE)
+    half = {c: stats.t.ppf(0.75, 2) * diffs[c].std(ddof=1) / np.sqrt(3) for c in range(syn.K)}
+    segments = ax.containers[0].lines[2][0].get_segments()
+    assert np.array([(lo, hi) for (_, lo), (_, hi) in segments]) == pytest.approx(
+        np.array([(diffs[c].mean() - half[c], diffs[c].mean() + half[c]) for c in order]))
+    excluding = sum(abs(diffs[c].mean()) > half[c] for c in range(syn.K))
+    assert ax.get_title().startswith("toy: MR² − ERM (50% t-interval over 3 seeds)\n"
+                                     f"{excluding} of {syn.K} intervals exclude 0")
+    half95 = {c: stats.t.ppf(0.975, 2) * diffs[c].std(ddof=1) / np.sqrt(3) for c in range(syn.K)}
+    assert excluding != sum(abs(diffs[c].mean()) > half95[c] for c in range(syn.K))  # the level matters here
+
+    F.plot_change_vs_reference(pc, tmp_path / "p", reference="none")
+    F.plot_change_vs_reference(pc, tmp_path / "q", methods=("x", "y"))
+    assert [r["texts"] for r in drawn[2:]] == [
+        ["needs runs of none and of another method on the same dataset and seeds"],
+        ["needs runs of erm and of x, y on the same dataset and seeds"]]
+
+
 def test_sweeps_are_on_log_axes_with_the_swept_values_as_ticks(tmp_path, drawn):
     t = syn.tables(sweeps=("c_bar=0.5", "c_bar=2.0", "lam=0.01", "lam=1.0"))
     groups = G.difficulty_table(t["per_class"])

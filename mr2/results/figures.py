@@ -270,7 +270,7 @@ def plot_change_vs_reference(per_class: pd.DataFrame, stem: str | Path, referenc
     if groups is not None:
         data = data.merge(groups[["dataset", "class", "group"]], on=["dataset", "class"], how="left")
     datasets, labels = list(data["dataset"].unique()), list(dict.fromkeys(data["label"]))
-    data = data.sort_values(["ref_accuracy", "class"], kind="stable")
+    data = data.sort_values(["ref_accuracy", "class"])  # unique within a panel: any sort gives its order
     k = int(data.groupby("dataset")["class"].nunique().max())
     ncols = min(PANELS_PER_ROW, len(labels), max(1, CLASSES_PER_ROW // k))
     rows_per_dataset = -(-len(labels) // ncols)
