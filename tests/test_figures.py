@@ -155,6 +155,11 @@ def test_few_classes_get_a_named_dot_plot_in_erms_order(tmp_path, drawn):
     assert [x.get_text() for x in ax.get_yticklabels()] == mean_order and ax.get_ylabel() == "class"
     F.plot_per_class_sorted(t["per_class"], tmp_path / "p", methods=("absent",))
     assert drawn[2]["placeholder"] and drawn[2]["texts"] == ["no runs to draw"]
+    F.plot_per_class_sorted(t["per_class"], tmp_path / "v", methods=("mr2",), variants=("default", "c_bar=0.5"))
+    lines = drawn[3]["axes"][0].get_lines()  # a sweep's variant is a run of its own, named and coloured so
+    assert [ln.get_label() for ln in lines] == ["MR²", "MR² (c_bar=0.5)"]
+    assert [matplotlib.colors.to_hex(ln.get_color()) for ln in lines] == [
+        matplotlib.colors.to_hex(plotting.method_colour("mr2", v)) for v in ("default", "c_bar=0.5")]
 
 
 def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, drawn):
@@ -228,6 +233,92 @@ def test_margin_lines_follow_the_groups_medium_included(tmp_path, drawn):
     assert ax.get_ylabel() == r"$\gamma_k$"
     F.plot_margins_over_training(t["epochs"], groups, tmp_path / "h", show=("easy", "hard"))
     assert "(medium classes not shown)" in drawn[1]["titles"][0]  # an omission is stated on the figure
+
+
+def margin_log(n_epochs=4):
+    """γ_k (and a_k) of two seeds by hand: γ = 1 + 0.01·k·e + 0.001·seed; MR² and MR² uniform γ on two
+    datasets, MR² λ = 0 on d1 only; with a loss row of no class."""
+    rows = [{"dataset": d, "method": m, "variant": "default", "seed": s, "epoch": e, "class": c, "name": name,
+             "value": (1 + 0.01 * c * e + 0.001 * s) * (1 if name == "gamma" else 3)}
+            for d in ("d1", "d2") for m in ("mr2", "mr2_no_rep", "mr2_uniform") for s in (0, 1)
+            for e in range(1, n_epochs + 1) for c in range(6) for name in ("gamma", "a")
+            if not (d == "d2" and m == "mr2_no_rep")]
+    rows.append({"dataset": "d1", "method": "mr2", "variant": "default", "seed": 0, "epoch": 1, "class": pd.NA,
+                 "name": "gamma", "value": 99.0})
+    log = pd.DataFrame(rows)
+    log["class"] = log["class"].astype("Int64")
+    groups = pd.DataFrame([{"dataset": d, "class": c, "group": ["hard", "hard", "medium", "medium", "easy", "easy"][c]}
+                           for d in ("d1", "d2") for c in range(6)])
+    names = pd.DataFrame([{"dataset": d, "class": c, "class_name": f"k{c}"} for d in ("d1", "d2") for c in range(6)])
+    return log, groups, names
+
+
+def test_margins_figure_by_hand_panels_lines_colours_c_bar_and_names(tmp_path, drawn):
+    """Each panel against the log by hand: a row per dataset sharing its y axis, a column per method
+    (the one a dataset lacks says so, the next is drawn), a thin line per class at its mean over seeds
+    in its group's colour, a thick line per group mean, a dotted line and note at c̄ (the last epoch's
+    mean γ) for γ only, each class named at its line's last point, the epochs as ticks."""
+    log, groups, names = margin_log()
+    F.plot_margins_over_training(log, groups, tmp_path / "m", beside=("mr2_no_rep", "mr2_uniform"), names=names)
+    axes = drawn[0]["axes"]
+    assert [ax.get_title() for ax in axes] == ["d1: MR²", "d1: MR² λ = 0", "d1: MR² uniform γ", "d2: MR²", "",
+                                               "d2: MR² uniform γ"]
+    assert not axes[4].axison and [t.get_text() for t in axes[4].texts] == ["d2: no gamma logged for MR² λ = 0"]
+    shared = axes[0].get_shared_y_axes()
+    assert shared.joined(axes[0], axes[2]) and not shared.joined(axes[0], axes[3])
+    group_of = dict(zip(groups["class"][:6], groups["group"][:6]))
+    colour = {g: matplotlib.colors.to_hex(c) for g, c in plotting.GROUP_COLOURS.items()}
+    mean = {c: [1 + 0.01 * c * e + 0.0005 for e in range(1, 5)] for c in range(6)}
+    for ax in [axes[i] for i in (0, 1, 2, 3, 5)]:
+        thin = sorted((tuple(np.round(ln.get_ydata(), 9)), matplotlib.colors.to_hex(ln.get_color()))
+                      for ln in ax.get_lines() if ln.get_alpha() == 0.35)
+        assert thin == sorted((tuple(np.round(mean[c], 9)), colour[group_of[c]]) for c in range(6))
+        thick = sorted((tuple(np.round(ln.get_ydata(), 9)), matplotlib.colors.to_hex(ln.get_color()))
+                       for ln in ax.get_lines() if ln.get_linewidth() == 2.5 and len(ln.get_ydata()))
+        assert thick == sorted((tuple(np.round(np.mean([mean[c], mean[c + 1]], axis=0), 9)), colour[group_of[c]])
+                               for c in (0, 2, 4))
+        c_bar = np.mean([mean[c][-1] for c in range(6)])
+        (dotted,) = [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"]
+        assert list(dotted.get_ydata()) == pytest.approx([c_bar, c_bar])
+        notes = [t for t in ax.texts if t.get_text().startswith("c̄")]
+        assert [t.get_text() for t in notes] == [f"c̄ = {c_bar:.3g}"]
+        ends = sorted((t.get_text(), t.xy) for t in ax.texts if t not in notes)
+        assert [name for name, _ in ends] == [f"k{c}" for c in range(6)]
+        assert np.array([xy for _, xy in ends]) == pytest.approx(np.array([(4.0, mean[c][-1]) for c in range(6)]))
+        assert list(ax.get_xticks()) == [1, 2, 3, 4]
+        assert (ax.get_xlabel(), ax.get_ylabel()) == ("epoch", r"$\gamma_k$")
+    assert axes[5].get_legend().get_title().get_text() == "classes"
+
+    F.plot_margins_over_training(log, groups, tmp_path / "a", name="a")  # a_k: no c̄, the classes by number
+    ax = drawn[1]["axes"][0]
+    assert not [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"] and ax.get_ylabel() == "$a_k$"
+    assert sorted(t.get_text() for t in ax.texts) == [str(c) for c in range(6)]
+    assert [a.get_title() for a in drawn[1]["axes"]] == ["d1: MR²", "d1: MR² λ = 0", "d2: MR²", ""]
+
+    F.plot_margins_over_training(log, groups, tmp_path / "u", method="mr2_uniform", beside=("mr2_uniform", "mr2"),
+                                 show=("medium", "hard"))
+    assert drawn[2]["titles"] == ["d1: MR² uniform γ (easy classes not shown)", "d1: MR² (easy classes not shown)",
+                                  "d2: MR² uniform γ (easy classes not shown)", "d2: MR² (easy classes not shown)"]
+    renamed = groups.replace({"group": {"medium": "mid"}})  # a group without a colour of its own
+    F.plot_margins_over_training(log, renamed, tmp_path / "r", show=("easy", "mid", "hard"))
+    ax = drawn[3]["axes"][0]
+    assert ax.get_title() == "d1: MR² (medium classes not shown)"
+    mid = [ln for ln in ax.get_lines() if ln.get_alpha() == 0.35 and round(ln.get_ydata()[-1], 9) in
+           (round(mean[2][-1], 9), round(mean[3][-1], 9))]
+    assert len(mid) == 2 and {matplotlib.colors.to_hex(ln.get_color()) for ln in mid} == {
+        matplotlib.colors.to_hex("tab:blue")}
+
+    log12, _, _ = margin_log(12)  # up to 12 epochs every epoch is a tick
+    F.plot_margins_over_training(log12, groups, tmp_path / "t")
+    assert list(drawn[4]["axes"][0].get_xticks()) == list(range(1, 13))
+
+    F.plot_margins_over_training(log, groups, tmp_path / "p1", method="focal")
+    F.plot_margins_over_training(log, groups, tmp_path / "p2", variant="c_bar=0.5")
+    F.plot_margins_over_training(log, groups, tmp_path / "p3", show=("x", "y"))
+    assert [r["texts"] for r in drawn[5:]] == [["no per-class gamma logged for focal"],
+                                               ["no per-class gamma logged for mr2 (c_bar=0.5)"],
+                                               ["no x, y classes with gamma logged"]]
+    assert all(r["placeholder"] for r in drawn[5:])
 
 
 def test_change_figure_names_the_classes_and_draws_the_seed_intervals(tmp_path, drawn):

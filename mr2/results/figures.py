@@ -82,7 +82,7 @@ def plot_per_class_sorted(per_class: pd.DataFrame, stem: str | Path, methods: Se
         return placeholder(stem, "no runs to draw")
     data["accuracy"] *= 100
     data["label"] = [display_name(m, v) for m, v in zip(data["method"], data["variant"])]
-    data = data.merge(class_names(per_class), on=["dataset", "class"], how="left")
+    data = data.merge(class_names(per_class), on=["dataset", "class"])  # every class is named
     datasets = list(data["dataset"].unique())
     order = list(dict.fromkeys(data["label"]))  # the config's order
     palette = {display_name(m, v): method_colour(m, v) for m, v in zip(data["method"], data["variant"])}
