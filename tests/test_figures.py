@@ -432,6 +432,103 @@ def test_change_figure_lays_out_a_panel_per_dataset_and_method_on_one_axis(tmp_p
         ["needs runs of erm and of x, y on the same dataset and seeds"]]
 
 
+def sweep_runs():
+    """By hand, three classes (hard, medium, easy): on d1 ERM and MR² at c̄ = 1 (three seeds), a c̄ sweep
+    at 0.5 (three seeds), 2 (seeds 0, 1) and 4 (seed 0); on d2 ERM, MR² and a λ sweep at 0.3."""
+    def acc(dataset, method, value, seed, c):
+        base = {0: 0.4, 1: 0.6, 2: 0.8}[c] + 0.01 * seed * (-1) ** c + (0.02 if dataset == "d2" else 0.0)
+        return base if method == "erm" else base + 0.05 * np.log2(value) * (c == 0) + 0.003 * seed ** 2
+    spec = [("d1", "erm", "default", None, 1.0, 0.1, (0, 1, 2)), ("d1", "mr2", "default", None, 1.0, 0.1, (0, 1, 2)),
+            ("d1", "mr2", "c_bar=0.5", "c_bar", 0.5, 0.1, (0, 1, 2)), ("d1", "mr2", "c_bar=2", "c_bar", 2, 0.1, (0, 1)),
+            ("d1", "mr2", "c_bar=4.0", "c_bar", 4.0, 0.1, (0,)), ("d2", "erm", "default", None, 1.0, 0.1, (0, 1)),
+            ("d2", "mr2", "default", None, 1.0, 0.1, (0, 1)), ("d2", "mr2", "lam=0.3", "lam", 1.0, 0.3, (0, 1))]
+    per_class, runs = [], []
+    for dataset, method, variant, tag, c_bar, lam, seeds in spec:
+        for seed in seeds:
+            runs.append({"dataset": dataset, "method": method, "variant": variant, "seed": seed,
+                         "config.tags.sweep": tag, "config.method.options.c_bar": c_bar,
+                         "config.method.options.lam": lam})
+            per_class += [{"dataset": dataset, "method": method, "variant": variant, "seed": seed, "class": c,
+                           "class_name": f"k{c}", "accuracy": acc(dataset, method, c_bar, seed, c)} for c in range(3)]
+    groups = pd.DataFrame([{"dataset": d, "class": c, "group": ("hard", "medium", "easy")[c]}
+                           for d in ("d1", "d2") for c in range(3)])
+    runs = pd.DataFrame(runs).astype({"config.method.options.c_bar": object})  # 2 stays an int, as in YAML
+    return pd.DataFrame(per_class), runs, groups
+
+
+def test_sweep_figure_by_hand_points_intervals_reference_and_default(tmp_path, drawn):
+    """Each sweep point is the mean over its seeds, its bar the paired t-interval over the seeds it
+    shares with ERM put around that mean (none with one shared seed); ERM's mean as a dashed line and
+    the default value as a dotted one; a panel per dataset and option, saying so where a dataset does
+    not sweep the option; the option's symbol in title and axis."""
+    pc, runs, groups = sweep_runs()
+    table = F.sweep_table(pc, runs, groups)
+    assert table.index.equals(pd.RangeIndex(len(table))) and table["value"].dtype == float
+    assert sorted(table.loc[table["option"] == "c_bar", "value"].unique()) == [0.5, 1.0, 2.0, 4.0]
+    F.plot_sweeps(pc, runs, groups, tmp_path / "s")
+    axes = drawn[0]["axes"]
+    assert len(axes) == 4
+    assert not axes[1].axison and [t.get_text() for t in axes[1].texts] == ["d1, lam: no sweep in this config"]
+    assert not axes[2].axison and [t.get_text() for t in axes[2].texts] == ["d2, c_bar: no sweep in this config"]
+    assert [axes[i].get_title() for i in (0, 3)] == [r"d1: MR², sweep of $\bar{c}$", r"d2: MR², sweep of $\lambda$"]
+    assert (axes[0].get_xlabel(), axes[0].get_ylabel()) == (r"$\bar{c}$", "test accuracy (%)")
+    acc = pc.set_index(["dataset", "method", "variant", "seed", "class"])["accuracy"]
+
+    def group(dataset, method, variant, seed, classes):
+        cs = [0, 1, 2] if classes == "all" else [0]
+        return 100 * np.mean([acc[(dataset, method, variant, seed, c)] for c in cs])
+
+    variants = {0.5: ("c_bar=0.5", (0, 1, 2)), 1.0: ("default", (0, 1, 2)), 2.0: ("c_bar=2", (0, 1)),
+                4.0: ("c_bar=4.0", (0,))}
+    ax = axes[0]
+    for container, classes, colour in zip(ax.containers, ("all", "hard"), ("black", plotting.GROUP_COLOURS["hard"])):
+        assert container.get_label() == f"{classes} classes"
+        assert matplotlib.colors.to_hex(container.lines[0].get_color()) == matplotlib.colors.to_hex(colour)
+        assert list(container.lines[0].get_xdata()) == [0.5, 1.0, 2.0, 4.0]
+        segments = container.lines[2][0].get_segments()
+        for (value, (variant, seeds)), (_, lo), (_, hi), y in zip(variants.items(), *zip(*segments),
+                                                                  container.lines[0].get_ydata()):
+            points = np.array([group("d1", "mr2", variant, s, classes) for s in seeds])
+            assert y == pytest.approx(points.mean())
+            d = points - np.array([group("d1", "erm", "default", s, classes) for s in seeds])
+            half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+            assert (lo, hi) == pytest.approx((points.mean() - half, points.mean() + half)), (classes, value)
+        (ref_line,) = [ln for ln in ax.get_lines() if ln.get_label() == f"ERM, {classes} classes"]
+        assert ref_line.get_linestyle() == "--"
+        assert ref_line.get_ydata()[0] == pytest.approx(np.mean([group("d1", "erm", "default", s, classes)
+                                                                 for s in (0, 1, 2)]))
+    (default,) = [ln for ln in ax.get_lines() if ln.get_label() == "default"]
+    assert default.get_xdata()[0] == 1.0 and default.get_linestyle() == ":"
+    (default,) = [ln for ln in axes[3].get_lines() if ln.get_label() == "default"]
+    assert default.get_xdata()[0] == 0.1  # d2's own default λ
+    assert axes[3].get_legend().get_title().get_text() == "classes"
+
+    F.plot_sweeps(pc, runs, groups, tmp_path / "h", level=0.5)  # the level given
+    (_, lo), (_, hi) = drawn[1]["axes"][0].containers[0].lines[2][0].get_segments()[0]
+    d = np.array([group("d1", "mr2", "c_bar=0.5", s, "all") - group("d1", "erm", "default", s, "all")
+                  for s in (0, 1, 2)])
+    assert hi - lo == pytest.approx(2 * stats.t.ppf(0.75, 2) * d.std(ddof=1) / np.sqrt(3))
+    F.plot_sweeps(pc, runs, groups, tmp_path / "n", reference="none")  # no reference: no line, no interval
+    ax = drawn[2]["axes"][0]
+    assert not [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+    assert all(lo == hi for c in ax.containers for (_, lo), (_, hi) in c.lines[2][0].get_segments())
+    F.plot_sweeps(pc, runs, groups, tmp_path / "o", options=("lam",))
+    assert [a.get_title() for a in drawn[3]["axes"]] == [r"d2: MR², sweep of $\lambda$"]  # d1 sweeps no λ
+
+
+def test_sweep_members_of_tables_that_cannot_hold_a_sweep_are_empty_with_their_columns():
+    pc, runs, groups = sweep_runs()
+    assert list(F.sweep_members(None, "mr2", "c_bar").columns) == ["dataset", "method", "variant", "seed"]
+    for missing in ("config.tags.sweep", "config.method.options.lam"):
+        cut = runs.drop(columns=missing)
+        members = F.sweep_members(cut, "mr2", "lam")
+        assert members.empty and list(members.columns) == list(cut.columns)
+    members = F.sweep_members(runs, "mr2", "lam")
+    assert sorted(zip(members["dataset"], members["variant"], members["seed"])) == [
+        ("d2", "default", 0), ("d2", "default", 1), ("d2", "lam=0.3", 0), ("d2", "lam=0.3", 1)]
+    assert F.sweep_table(pc, runs.drop(columns="config.tags.sweep"), groups).empty
+
+
 def test_sweeps_are_on_log_axes_with_the_swept_values_as_ticks(tmp_path, drawn):
     t = syn.tables(sweeps=("c_bar=0.5", "c_bar=2.0", "lam=0.01", "lam=1.0"))
     groups = G.difficulty_table(t["per_class"])
