@@ -687,6 +687,70 @@ def test_claim_forest_draws_an_interval_past_the_possible_range_up_to_it_and_mar
     assert marks == {"<": [-100.0], ">": [100.0]}  # only the clipped ends, at the limit
 
 
+def test_end_labels_space_the_names_by_hand_and_make_room_for_them():
+    """Names at x + pad beside their lines' ends, in the lines' colours, pushed up to ``gap`` of the
+    axis height apart and then, if the top one left the axes, all moved down by as much; none with
+    more than ANNOTATE_MAX lines; the x axis widened by 30 % + 0.4 for them."""
+    def placed(ys, ylim=(0.0, 1.0), **kw):
+        fig, ax = plt.subplots()
+        ax.set(xlim=(0.0, 10.0), ylim=ylim)
+        names = [f"${i}" for i in range(len(ys))]
+        plotting.end_labels(ax, 10.0, ys, names, [f"C{i}" for i in range(len(ys))], **kw)
+        texts = {t.get_text(): t for t in ax.texts}
+        out = [texts[n] for n in names] if texts else []
+        plt.close(fig)
+        return ax, out
+
+    ax, texts = placed([0.5, 0.51, 0.98, 0.52, 0.2])
+    assert [t.get_position()[1] for t in texts] == pytest.approx([0.5, 0.55, 0.98, 0.6, 0.2])
+    assert [t.xy for t in texts] == [(10.0, y) for y in (0.5, 0.51, 0.98, 0.52, 0.2)]
+    assert [t.get_position()[0] for t in texts] == pytest.approx([10.0 + 0.04 * 10 + 0.05] * 5)
+    assert [matplotlib.colors.to_hex(t.get_color()) for t in texts] == [
+        matplotlib.colors.to_hex(f"C{i}") for i in range(5)]
+    assert all(t.get_text().startswith("$") and not t.get_parse_math() for t in texts)  # names are data
+    assert all((t.get_ha(), t.get_va(), t.get_annotation_clip()) == ("left", "center", False) for t in texts)
+    assert all(t.arrow_patch is not None for t in texts)  # a thin line joins a moved name to its line
+    assert ax.get_xlim() == pytest.approx((0.0, 10.0 + 3.0 + 0.4))
+    _, texts = placed([0.9, 0.95, 0.97, 1.0])  # pushed past the top: all back down by 0.05
+    assert [t.get_position()[1] for t in texts] == pytest.approx([0.85, 0.9, 0.95, 1.0])
+    _, texts = placed([1, 1, 1], ylim=(0.0, 10.0))  # whole numbers are spaced by fractions too
+    assert sorted(t.get_position()[1] for t in texts) == pytest.approx([1.0, 1.5, 2.0])
+    _, texts = placed([0.1, 0.2], ylim=(0.0, 2.0))  # the step is a share of the axis height: 0.1 here
+    assert [t.get_position()[1] for t in texts] == pytest.approx([0.1, 0.2])
+    _, texts = placed([0.1, 0.15], ylim=(-1.0, 1.0))
+    assert [t.get_position()[1] for t in texts] == pytest.approx([0.1, 0.2])
+    assert len(placed(list(np.linspace(0, 1, plotting.ANNOTATE_MAX)))[1]) == plotting.ANNOTATE_MAX
+    assert placed(list(np.linspace(0, 1, plotting.ANNOTATE_MAX + 1)))[1] == []
+    assert placed([])[1] == []
+
+
+def test_class_axis_names_the_classes_and_shades_each_run_of_a_group():
+    fig, ax = plt.subplots()
+    plotting.class_axis(ax, ["h1", "$h2", "m", "w", "e"], ["hard", "hard", "medium", "weird", "easy"])
+    labels = ax.get_xticklabels()
+    assert [t.get_text() for t in labels] == ["h1", "$h2", "m", "w", "e"] and not labels[1].get_parse_math()
+    assert [(t.get_rotation(), t.get_ha(), t.get_fontsize()) for t in labels[:1]] == [(30.0, "right", 8.0)]
+    assert ax.get_xlim() == (-0.5, 4.5)
+    spans = [(p.get_x(), p.get_x() + p.get_width(), matplotlib.colors.to_hex(p.get_facecolor()[:3]), p.get_alpha())
+             for p in ax.patches]
+    colour = {g: matplotlib.colors.to_hex(c) for g, c in {**plotting.GROUP_COLOURS, "weird": "grey"}.items()}
+    assert spans == [(-0.5, 1.5, colour["hard"], 0.12), (1.5, 2.5, colour["medium"], 0.12),
+                     (2.5, 3.5, colour["weird"], 0.12), (3.5, 4.5, colour["easy"], 0.12)]
+    texts = [(t.get_text(), t.get_position(), matplotlib.colors.to_hex(t.get_color()), t.get_va()) for t in ax.texts]
+    assert texts == [("hard", (0.5, 1.0), colour["hard"], "bottom"), ("medium", (2.0, 1.0), colour["medium"], "bottom"),
+                     ("weird", (3.0, 1.0), colour["weird"], "bottom"), ("easy", (4.0, 1.0), colour["easy"], "bottom")]
+    assert all(t.get_transform() == ax.get_xaxis_transform() for t in ax.texts)  # above the axes, at the class
+    plt.close(fig)
+    for k, rotation, ha, size in ((6, 30.0, "right", 8.0), (7, 90.0, "center", 8.0), (30, 90.0, "center", 8.0),
+                                  (31, 90.0, "center", 6.0)):
+        fig, ax = plt.subplots()
+        plotting.class_axis(ax, [f"c{i}" for i in range(k)])
+        label = ax.get_xticklabels()[0]
+        assert (label.get_rotation(), label.get_ha(), label.get_fontsize()) == (rotation, ha, size), k
+        assert not ax.patches and not ax.texts and ax.get_xlim() == (-0.5, k - 0.5)
+        plt.close(fig)
+
+
 def test_names_of_points_crowded_in_a_corner_do_not_overlap():
     """Three classes almost on one spot at the axes' corner (MR²'s a_k of Ankle boot, Sandal and
     Sneaker on Fashion-MNIST, a small panel: one placement by adjustText leaves their names on top of

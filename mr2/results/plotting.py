@@ -187,8 +187,6 @@ def end_labels(ax: plt.Axes, x: float, ys: Sequence[float], names: Sequence[str]
     for i in range(1, len(placed)):  # push up what is too close to the label below it
         placed[i] = max(placed[i], placed[i - 1] + step)
     placed -= max(0.0, placed[-1] - max(hi, ys.max()))  # then back down into the axes, keeping the gaps
-    for i in range(len(placed) - 2, -1, -1):
-        placed[i] = min(placed[i], placed[i + 1] - step)
     x0 = ax.get_xlim()[0]
     pad = 0.04 * (x - x0) + 0.05
     for y_line, y_text, k in zip(ys[order], placed, order):
