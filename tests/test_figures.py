@@ -724,6 +724,63 @@ def test_end_labels_space_the_names_by_hand_and_make_room_for_them():
     assert placed([])[1] == []
 
 
+def test_name_points_tries_again_with_wider_margins_removing_each_failed_try(monkeypatch):
+    """While names overlap: each new try removes the names and lines of the one before, widens the
+    margins by 0.1 (0.15, 0.25, ...), and stops after five tries; names are data (no math-text)."""
+    fig, ax = plt.subplots()
+    x, y, names = [1, 2, 3], [1, 2, 3], ["$a", "b", "c"]
+    ax.scatter(x, y)
+    tries = []
+    monkeypatch.setattr(plotting, "overlapping_texts", lambda texts: tries.append(ax.margins()) or [("a", "b")])
+    texts = plotting.name_points(ax, x, y, names)
+    assert tries == [pytest.approx((m, m)) for m in (0.05, 0.15, 0.25, 0.35, 0.45)]
+    assert sorted(t.get_text() for t in ax.texts) == sorted(names)  # only the last try's names are left
+    assert [t.get_text() for t in texts] == names and not texts[0].get_parse_math()
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    tries.clear()
+    monkeypatch.setattr(plotting, "overlapping_texts", lambda texts: tries.append(1) or ([("a", "b")] if len(tries) < 2 else []))
+    plotting.name_points(ax, x, y, names)
+    assert len(tries) == 2 and ax.margins() == pytest.approx((0.15, 0.15)) and len(ax.texts) == 3
+    assert plotting.name_points(ax, x, y, []) == [] and len(ax.texts) == 3
+    plt.close(fig)
+
+
+def test_plotting_helpers_sizes_symbols_colours_empty_panels_and_the_legend():
+    assert plotting.symbol("gamma") == r"$\gamma_k$" and plotting.symbol("top1") == "top1"
+    crc = __import__("zlib").crc32
+    fallback = plotting.FALLBACK_COLOURS
+    assert plotting.method_colour("mr2", "c_bar=0.5") == fallback[crc(b"mr2 (c_bar=0.5)") % len(fallback)]
+    assert plotting.method_colour("my_loss") == fallback[crc(b"my_loss") % len(fallback)]  # fixed across runs
+    assert plotting.class_axis_width(2) == plotting.PANEL_SIZE[0]
+    assert plotting.class_axis_width(40) == pytest.approx(40 * plotting.CLASS_WIDTH + 1.2)
+    fig, axes = plotting._panels(3, nrows=2, width=2.0)
+    assert axes.shape == (2, 3) and tuple(fig.get_size_inches()) == pytest.approx((6.0, 2 * plotting.PANEL_SIZE[1]))
+    plotting._empty_panel(axes[0, 0], "nothing here")
+    (text,) = axes[0, 0].texts
+    assert (text.get_position(), text.get_ha(), text.get_va(), text.get_wrap()) == ((0.5, 0.5), "center", "center", True)
+    assert text.get_transform() == axes[0, 0].transAxes and not axes[0, 0].axison
+    for ax in axes[1]:
+        ax.plot([0, 1], label="x")
+        ax.legend()
+    plotting._one_legend(axes.flat, "what")
+    assert [ax.get_legend() is not None for ax in axes[1]] == [False, False, True]
+    legend = axes[1, 2].get_legend()
+    assert legend.get_title().get_text() == "what" and not legend.get_frame_on() and legend._loc == 2  # upper left
+    anchor = legend.get_bbox_to_anchor().transformed(axes[1, 2].transAxes.inverted())
+    assert (anchor.x0, anchor.y0) == pytest.approx((1.02, 1.0))  # outside the panel, on its right
+    plt.close(fig)
+
+
+def test_texts_whose_math_does_not_parse_are_drawn_literally_the_others_kept():
+    fig, ax = plt.subplots()
+    good, lone, broken, plain = (ax.text(0, 0, r"$\gamma_k$"), ax.text(0, 0, "costs $5"),
+                                 ax.text(0, 0, r"$\frac{$"), ax.text(0, 0, "no dollar"))
+    plotting.literal_where_math_fails(fig)
+    assert [t.get_parse_math() for t in (good, lone, broken, plain)] == [True, False, False, True]
+    plt.close(fig)
+
+
 def test_class_axis_names_the_classes_and_shades_each_run_of_a_group():
     fig, ax = plt.subplots()
     plotting.class_axis(ax, ["h1", "$h2", "m", "w", "e"], ["hard", "hard", "medium", "weird", "easy"])
