@@ -186,6 +186,67 @@ def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, 
     assert sorted(t.get_text() for t in axes[0].texts) == sorted(f"c{c}" for c in range(syn.K))
 
 
+def test_accuracy_against_a_by_hand_points_titles_and_empty_panels(tmp_path, drawn):
+    """Each panel's points are its own dataset's and method's classes (mean a_k over seeds, accuracy
+    in %), in the method's colour, rows sharing y; a method a dataset lacks says so and the next is
+    drawn; a variant is named in title and axis with its own ρ; placeholders name the methods."""
+    t, _ = full()
+    pc = t["per_class"]
+    pc["a"] += np.random.default_rng(5).normal(0, 0.8, len(pc))  # a ρ of its own per run
+    pc["spread"] = pc["a"] + np.random.default_rng(6).normal(0, 0.8, len(pc))
+    pc = pc[~((pc["dataset"] == "toy2") & (pc["method"] == "erm"))]
+    F.plot_accuracy_vs_variability(pc, tmp_path / "v")
+    axes = drawn[0]["axes"]  # toy: a, spread; toy2: a, spread; ERM and MR² in each row
+    assert len(axes) == 8 and not axes[4].axison and not axes[6].axison
+    assert [t.get_text() for t in axes[4].texts] == ["toy2: no runs of erm"]
+    titles = set()
+    means = pc[pc["variant"] == "default"].groupby(["dataset", "method", "class"])[["a", "spread", "accuracy"]].mean()
+    for ax, (dataset, feature, method) in zip(axes, [(d, f, m) for d in ("toy", "toy2") for f in ("a", "spread")
+                                                     for m in ("erm", "mr2")]):
+        if dataset == "toy2" and method == "erm":
+            continue
+        (points,) = ax.collections
+        expected = means.loc[(dataset, method)]
+        assert np.asarray(points.get_offsets()) == pytest.approx(
+            np.column_stack([expected[feature], 100 * expected["accuracy"]]))
+        assert matplotlib.colors.to_hex(points.get_facecolor()[0][:3]) == matplotlib.colors.to_hex(
+            plotting.METHOD_COLOURS[method])
+        rows = pc[(pc["dataset"] == dataset) & (pc["method"] == method) & (pc["variant"] == "default")]
+        rhos = [stats.spearmanr(g[feature], g["accuracy"])[0] for _, g in rows.groupby("seed")]
+        assert ax.get_title().startswith(f"{dataset}: {plotting.DISPLAY_NAMES[method]}\nρ = {np.mean(rhos):+.2f} ")
+        titles.add(ax.get_title())
+        assert ax.get_ylabel() == "test accuracy (%)"
+    assert len({title.split("\n")[1] for title in titles}) == 6  # every panel's ρ its own
+    assert axes[0].get_shared_y_axes().joined(axes[0], axes[1])
+    assert not axes[0].get_shared_y_axes().joined(axes[0], axes[2])
+
+    F.plot_accuracy_vs_variability(t["per_class"], tmp_path / "w", methods=("mr2",), variant="c_bar=0.5",
+                                   features=("a",), level=0.5)
+    ax = drawn[1]["axes"][0]
+    rows = t["per_class"].query("dataset == 'toy' and method == 'mr2' and variant == 'c_bar=0.5'")
+    rhos = [stats.spearmanr(g["a"], g["accuracy"])[0] for _, g in rows.groupby("seed")]
+    assert ax.get_title().startswith(f"toy: MR² (c_bar=0.5)\nρ = {np.mean(rhos):+.2f} [50% CI")
+    assert ax.get_xlabel() == "$a_k$ of MR² (c_bar=0.5)'s training features"
+    assert matplotlib.colors.to_hex(ax.collections[0].get_facecolor()[0][:3]) == matplotlib.colors.to_hex(
+        plotting.method_colour("mr2", "c_bar=0.5"))
+    F.plot_accuracy_vs_variability(t["per_class"], tmp_path / "p", methods=("x", "y"))
+    F.plot_accuracy_vs_variability(t["per_class"], tmp_path / "q", features=("no_such_column",))
+    assert [r["texts"] for r in drawn[2:]] == [["no runs of x, y"], ["no runs of erm, mr2"]]
+
+
+def test_format_seed_rho_by_hand():
+    row = {"rho_mean": -0.531, "rho_lo": -0.852, "rho_hi": -0.214, "n": 3}
+    assert F.format_seed_rho(row) == "ρ = -0.53 [95% CI -0.85, -0.21], 3 seeds"
+    assert F.format_seed_rho({**row, "rho_lo": -0.9, "rho_hi": 0.1}, 0.9) == \
+        "ρ = -0.53 [90% CI -0.90, +0.10], 3 seeds: not shown"
+    assert F.format_seed_rho({**row, "rho_lo": -0.95, "rho_hi": 0.96}) == \
+        "ρ = -0.53 [95% CI -0.95, +0.96], 3 seeds: uninformative"
+    assert F.format_seed_rho({**row, "rho_lo": 0.2, "rho_hi": 0.9}).endswith("3 seeds")  # 'holds' is not added
+    assert F.format_seed_rho({**row, "rho_lo": np.nan, "rho_hi": np.nan, "n": 1}) == "ρ = -0.53 (no interval: 1 seed)"
+    for undefined in (None, {**row, "n": 0}, {**row, "rho_mean": np.nan}):
+        assert F.format_seed_rho(undefined) == "ρ undefined"
+
+
 def test_figures_with_erm_and_mr2_and_one_seed(tmp_path, drawn):
     t = syn.tables(methods=("erm", "mr2"), seeds=(0,))
     groups = G.difficulty_table(t["per_class"])

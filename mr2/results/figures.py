@@ -155,13 +155,14 @@ def plot_accuracy_vs_variability(per_class: pd.DataFrame, stem: str | Path, meth
     each title gives the mean of the per-seed Spearman ρ with its t-interval over seeds
     (``seed_rho``), as the report's text does. ``features`` may hold ``a_p3`` etc."""
     features = [f for f in features if f in per_class]
-    data = class_means(_select(per_class, methods, [variant]), ["accuracy", *features])
+    selected = _select(per_class, methods, [variant])
+    data = class_means(selected, ["accuracy", *features])
     if data.empty or not features:
         return placeholder(stem, f"no runs of {', '.join(methods)}")
     data = data.merge(class_names(per_class), on=["dataset", "class"], how="left")
     data["accuracy"] *= 100
     datasets, labels = list(data["dataset"].unique()), _labels_in_order(data)
-    rhos = {f: seed_rho(_select(per_class, methods, [variant]), f, level) for f in features}
+    rhos = {f: seed_rho(selected, f, level) for f in features}
     fig, axes = _panels(len(labels), nrows=len(datasets) * len(features), sharey="row")
     for r, (dataset, feature) in enumerate((d, f) for d in datasets for f in features):
         for ax, label in zip(axes[r], labels):
