@@ -247,6 +247,47 @@ def test_format_seed_rho_by_hand():
         assert F.format_seed_rho(undefined) == "ρ undefined"
 
 
+def test_changed_classes_and_class_changes_by_hand():
+    """changed_classes names the classes whose interval lies above and below 0 and warns, at the
+    level given, when that few of K could be chance; class_changes keeps the tables' order of methods,
+    ERM's mean accuracy in %, a variant's label and the level given."""
+    part = pd.DataFrame({"class_name": [f"c{i}" for i in range(10)], "diff": [5.0, -5.0] + [0.0] * 8,
+                         "diff_lo": [1.0, -9.0] + [-1.0] * 8, "diff_hi": [9.0, -1.0] + [1.0] * 8})
+    up, down, warning = F.changed_classes(part, level=0.75)  # 2 of 10 at 75 %: fewer than chance gives
+    assert (up, down) == (["c0"], ["c1"]) and "one of many" in warning
+    assert F.changed_classes(part)[2] is None  # at 95 % two of ten are more than chance's one
+
+    t, _ = full()
+    table = F.class_changes(t["per_class"], variants=("default", "c_bar=0.5"), level=0.5)
+    toy = table[table["dataset"] == "toy"]
+    assert list(dict.fromkeys(toy["label"])) == ["mr2", "mr2_uniform", "mr2_no_rep", "mr2 (c_bar=0.5)"]
+    erm = t["per_class"].query("method == 'erm' and variant == 'default'").groupby(["dataset", "class"])["accuracy"].mean()
+    assert list(toy["ref_accuracy"]) == pytest.approx([100 * erm[("toy", c)] for c in toy["class"]])
+    row = toy[(toy["method"] == "mr2") & (toy["variant"] == "default") & (toy["class"] == 2)].iloc[0]
+    pc = t["per_class"].query("dataset == 'toy' and variant == 'default'")
+    pc = pc[pc["class"] == 2].set_index(["method", "seed"])
+    d = 100 * np.array([pc.loc[("mr2", s), "accuracy"] - pc.loc[("erm", s), "accuracy"] for s in syn.SEEDS])
+    half = stats.t.ppf(0.75, 2) * d.std(ddof=1) / np.sqrt(3)
+    assert (row["diff"], row["diff_lo"], row["diff_hi"], row["class_name"]) == (
+        pytest.approx(d.mean()), pytest.approx(d.mean() - half), pytest.approx(d.mean() + half), "c2")
+
+
+def test_seed_rho_keeps_the_tables_order_and_the_level():
+    t, _ = full()
+    pc = t["per_class"].copy()
+    pc["a"] += np.random.default_rng(3).normal(0, 0.8, len(pc))
+    table = F.seed_rho(pc[pc["variant"] == "default"], "a", level=0.5)
+    assert list(dict.fromkeys(table["method"])) == list(syn.METHODS)  # not sorted by name
+    rows = pc.query("dataset == 'toy' and method == 'mr2' and variant == 'default'")
+    rhos = np.array([stats.spearmanr(g["a"], g["accuracy"])[0] for _, g in rows.groupby("seed")])
+    half = stats.t.ppf(0.75, 2) * rhos.std(ddof=1) / np.sqrt(3)
+    row = table[(table["dataset"] == "toy") & (table["method"] == "mr2")].iloc[0]
+    assert (row["rho_mean"], row["rho_lo"], row["rho_hi"], row["n"]) == (
+        pytest.approx(rhos.mean()), pytest.approx(rhos.mean() - half), pytest.approx(rhos.mean() + half), 3)
+    empty = F.seed_rho(pc.iloc[:0], "a")
+    assert empty.empty and list(empty.columns) == ["dataset", "method", "variant", "rho_mean", "rho_lo", "rho_hi", "n"]
+
+
 def test_figures_with_erm_and_mr2_and_one_seed(tmp_path, drawn):
     t = syn.tables(methods=("erm", "mr2"), seeds=(0,))
     groups = G.difficulty_table(t["per_class"])

@@ -56,12 +56,11 @@ def _labels_in_order(per_class: pd.DataFrame) -> list[str]:
 
 
 def _select(frame: pd.DataFrame, methods: Sequence[str] | None, variants: Sequence[str] | None) -> pd.DataFrame:
-    keep = pd.Series(True, index=frame.index)
     if methods is not None:
-        keep &= frame["method"].isin(list(methods))
+        frame = frame[frame["method"].isin(list(methods))]
     if variants is not None:
-        keep &= frame["variant"].isin(list(variants))
-    return frame[keep]
+        frame = frame[frame["variant"].isin(list(variants))]
+    return frame
 
 
 def class_means(per_class: pd.DataFrame, columns: Sequence[str] = ("accuracy",)) -> pd.DataFrame:
