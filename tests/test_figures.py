@@ -162,6 +162,39 @@ def test_few_classes_get_a_named_dot_plot_in_erms_order(tmp_path, drawn):
         matplotlib.colors.to_hex(plotting.method_colour("mr2", v)) for v in ("default", "c_bar=0.5")]
 
 
+def test_per_class_figure_orders_by_the_reference_up_to_its_class_limit_and_keeps_the_methods_order(tmp_path, drawn):
+    """By hand: the dot plot's rows follow ERM's accuracy even where the mean over the methods orders
+    them otherwise, up to exactly ``DOT_PLOT_MAX`` classes (the figure then as tall as the rows need,
+    5 inches a panel wide, small named rows with a light horizontal grid); one class more gives the
+    sorted lines, whose legend keeps the tables' order of the methods (not their names' order)."""
+    def table(k, methods=("erm", "mr2")):
+        acc = {"erm": lambda c: 0.9 - 0.02 * c, "mr2": lambda c: 0.1 + 0.025 * c, "focal": lambda c: 0.5 + 0.001 * c}
+        return pd.DataFrame([{"dataset": "d", "method": m, "variant": "default", "seed": 0, "class": c,
+                              "class_name": f"n{c}", "accuracy": acc[m](c)} for m in methods for c in range(k)])
+    k = F.DOT_PLOT_MAX
+    pc = table(k)
+    F.plot_per_class_sorted(pc, tmp_path / "dots")
+    ax = drawn[0]["axes"][0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f"n{c}" for c in reversed(range(k))]  # ERM's order
+    mean = pc.groupby("class")["accuracy"].mean().sort_values(kind="stable")
+    assert list(mean.index) != list(reversed(range(k)))  # the methods' mean orders them otherwise
+    assert tuple(drawn[0]["fig"].get_size_inches()) == pytest.approx((5.0, 0.28 * k + 1.2))
+    assert {t.get_fontsize() for t in ax.get_yticklabels()} == {8}
+    assert all((ln.get_markersize(), ln.get_alpha()) == (5, 0.85) for ln in ax.get_lines())
+    assert all(line.get_visible() for line in ax.yaxis.get_gridlines())
+    assert not any(line.get_visible() for line in ax.xaxis.get_gridlines())
+    assert {(line.get_color(), line.get_linewidth()) for line in ax.yaxis.get_gridlines()} == {("0.92", 0.6)}
+    tied = pc.assign(accuracy=np.where(pc["method"] == "erm", 0.5 + 0.1 * (pc["class"] < k // 2), pc["accuracy"]))
+    F.plot_per_class_sorted(tied, tmp_path / "tied")  # ERM's ties in the order of the classes
+    labels = [t.get_text() for t in drawn.pop(1)["axes"][0].get_yticklabels()]
+    assert labels == [f"n{c}" for c in range(k // 2, k)] + [f"n{c}" for c in range(k // 2)]
+    F.plot_per_class_sorted(table(k + 1, ("erm", "mr2", "focal")), tmp_path / "lines")
+    ax = drawn[1]["axes"][0]
+    assert not ax.get_yticklabels() or ax.get_ylabel() == "test accuracy (%)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["ERM", "MR²", "Focal"]
+    assert tuple(drawn[1]["fig"].get_size_inches()) == pytest.approx(plotting.PANEL_SIZE)
+
+
 def test_accuracy_against_a_has_a_panel_per_method_with_named_classes(tmp_path, drawn):
     t, _ = full()
     t["per_class"].loc[t["per_class"]["method"] == "mr2", "a"] *= 1e-3  # another scale: its own axis
@@ -225,7 +258,12 @@ def test_accuracy_against_a_by_hand_points_titles_and_empty_panels(tmp_path, dra
     ax = drawn[1]["axes"][0]
     rows = t["per_class"].query("dataset == 'toy' and method == 'mr2' and variant == 'c_bar=0.5'")
     rhos = [stats.spearmanr(g["a"], g["accuracy"])[0] for _, g in rows.groupby("seed")]
-    assert ax.get_title().startswith(f"toy: MR² (c_bar=0.5)\nρ = {np.mean(rhos):+.2f} [50% CI")
+    half = stats.t.ppf(0.75, len(rhos) - 1) * np.std(rhos, ddof=1) / np.sqrt(len(rhos))
+    lo, hi = max(-1.0, np.mean(rhos) - half), min(1.0, np.mean(rhos) + half)
+    assert ax.get_title().startswith(f"toy: MR² (c_bar=0.5)\nρ = {np.mean(rhos):+.2f} [50% CI {lo:+.2f}, {hi:+.2f}]")
+    assert ax.title.get_fontsize() == 8
+    (points,) = ax.collections
+    assert (list(points.get_sizes()), points.get_alpha()) == ([18], 0.8)
     assert ax.get_xlabel() == "$a_k$ of MR² (c_bar=0.5)'s training features"
     assert matplotlib.colors.to_hex(ax.collections[0].get_facecolor()[0][:3]) == matplotlib.colors.to_hex(
         plotting.method_colour("mr2", "c_bar=0.5"))
@@ -373,23 +411,31 @@ def test_margins_figure_by_hand_panels_lines_colours_c_bar_and_names(tmp_path, d
     mean = {c: [1 + 0.01 * c * e + 0.0005 for e in range(1, 5)] for c in range(6)}
     for ax in [axes[i] for i in (0, 1, 2, 3, 5)]:
         thin = sorted((tuple(np.round(ln.get_ydata(), 9)), matplotlib.colors.to_hex(ln.get_color()))
-                      for ln in ax.get_lines() if ln.get_alpha() == 0.35)
+                      for ln in ax.get_lines() if ln.get_alpha() == 0.35 and ln.get_linewidth() == 0.6)
         assert thin == sorted((tuple(np.round(mean[c], 9)), colour[group_of[c]]) for c in range(6))
         thick = sorted((tuple(np.round(ln.get_ydata(), 9)), matplotlib.colors.to_hex(ln.get_color()))
                        for ln in ax.get_lines() if ln.get_linewidth() == 2.5 and len(ln.get_ydata()))
         assert thick == sorted((tuple(np.round(np.mean([mean[c], mean[c + 1]], axis=0), 9)), colour[group_of[c]])
                                for c in (0, 2, 4))
         c_bar = np.mean([mean[c][-1] for c in range(6)])
+        assert not ax.collections  # the group means without a band around them
         (dotted,) = [ln for ln in ax.get_lines() if ln.get_linestyle() == ":"]
         assert list(dotted.get_ydata()) == pytest.approx([c_bar, c_bar])
+        assert (dotted.get_color(), dotted.get_linewidth()) == ("0.4", 1)
         notes = [t for t in ax.texts if t.get_text().startswith("c̄")]
         assert [t.get_text() for t in notes] == [f"c̄ = {c_bar:.3g}"]
+        (note,) = notes  # at the axis' left edge, at c̄, 2 points above and right of it, small and grey
+        assert (note.xy, note.xycoords, note.xyann, note.anncoords) == (
+            (0.0, pytest.approx(c_bar)), ("axes fraction", "data"), (2, 2), "offset points")
+        assert (note.get_fontsize(), matplotlib.colors.to_hex(note.get_color())) == (7, matplotlib.colors.to_hex("0.3"))
         ends = sorted((t.get_text(), t.xy) for t in ax.texts if t not in notes)
         assert [name for name, _ in ends] == [f"k{c}" for c in range(6)]
         assert np.array([xy for _, xy in ends]) == pytest.approx(np.array([(4.0, mean[c][-1]) for c in range(6)]))
         assert list(ax.get_xticks()) == [1, 2, 3, 4]
         assert (ax.get_xlabel(), ax.get_ylabel()) == ("epoch", r"$\gamma_k$")
     assert axes[5].get_legend().get_title().get_text() == "classes"
+    assert tuple(drawn[0]["fig"].get_size_inches()) == pytest.approx(
+        (3 * 1.25 * plotting.PANEL_SIZE[0], 2 * plotting.PANEL_SIZE[1]))  # wider panels: room for the names
 
     F.plot_margins_over_training(log, groups, tmp_path / "a", name="a")  # a_k: no c̄, the classes by number
     ax = drawn[1]["axes"][0]
@@ -414,6 +460,12 @@ def test_margins_figure_by_hand_panels_lines_colours_c_bar_and_names(tmp_path, d
     F.plot_margins_over_training(log12, groups, tmp_path / "t")
     assert list(drawn[4]["axes"][0].get_xticks()) == list(range(1, 13))
 
+    for n in (13, 17):  # more epochs: whole-numbered ticks, not one per epoch
+        F.plot_margins_over_training(margin_log(n)[0], groups, tmp_path / f"t{n}")
+        drawn[5]["fig"].canvas.draw()
+        ticks = drawn.pop(5)["axes"][0].get_xticks()
+        assert list(ticks) != list(range(1, n + 1)) and all(tick == int(tick) for tick in ticks)
+
     F.plot_margins_over_training(log, groups, tmp_path / "p1", method="focal")
     F.plot_margins_over_training(log, groups, tmp_path / "p2", variant="c_bar=0.5")
     F.plot_margins_over_training(log, groups, tmp_path / "p3", show=("x", "y"))
@@ -421,6 +473,28 @@ def test_margins_figure_by_hand_panels_lines_colours_c_bar_and_names(tmp_path, d
                                                ["no per-class gamma logged for mr2 (c_bar=0.5)"],
                                                ["no x, y classes with gamma logged"]]
     assert all(r["placeholder"] for r in drawn[5:])
+
+
+def test_margins_figure_of_a_variant_of_a_log_read_as_floats_and_of_names_that_lack_a_class(tmp_path, drawn):
+    """A variant's panels say which variant; two groups left out are both named; a log whose classes
+    are floats (``pd.read_csv`` of an epochs.csv: the run-level rows have none) names each class by
+    its whole number; a class that ``names`` lacks keeps its line, named by its number."""
+    log, groups, names = margin_log()
+    log = log.assign(variant="c_bar=0.5")
+    F.plot_margins_over_training(log, groups, tmp_path / "v", variant="c_bar=0.5", show=("hard",))
+    assert drawn[0]["titles"][:2] == ["d1: MR² (c_bar=0.5) (easy, medium classes not shown)",
+                                      "d1: MR² λ = 0 (c_bar=0.5) (easy, medium classes not shown)"]
+    assert sorted(t.get_text() for t in drawn[0]["axes"][0].texts) == ["0", "1", "c̄ = 1.02"]  # the hard classes'
+    raw = log.assign(**{"class": log["class"].astype("float64")})
+    assert raw["class"].isna().any()
+    F.plot_margins_over_training(raw, groups, tmp_path / "f", variant="c_bar=0.5")
+    ends = sorted(t.get_text() for t in drawn[1]["axes"][0].texts if not t.get_text().startswith("c̄"))
+    assert ends == [str(c) for c in range(6)]
+    F.plot_margins_over_training(log, groups, tmp_path / "n", variant="c_bar=0.5", names=names[names["class"] != 4])
+    ax = drawn[2]["axes"][0]
+    assert sorted(t.get_text() for t in ax.texts if not t.get_text().startswith("c̄")) == ["4", "k0", "k1", "k2",
+                                                                                          "k3", "k5"]
+    assert len([ln for ln in ax.get_lines() if ln.get_alpha() == 0.35]) == 6
 
 
 def test_change_figure_names_the_classes_and_draws_the_seed_intervals(tmp_path, drawn):
@@ -457,6 +531,45 @@ def test_change_figure_flags_a_single_class_among_many(tmp_path, drawn):
             for m in ("erm", "mr2") for s in range(4) for c in range(10)]
     F.plot_change_vs_reference(pd.DataFrame(rows), tmp_path / "one")
     assert "1 of 10 intervals exclude 0: one of many comparisons" in drawn[0]["titles"][0]
+
+
+def test_change_figure_warns_of_many_comparisons_at_the_level_given_else_says_only_the_count(tmp_path, drawn):
+    """Two of ten classes change, the others not at all: at 95 % more than the one interval chance
+    explains, so only the count; at 50 % (five by chance) one of many comparisons."""
+    rows = [{"dataset": "d", "method": m, "variant": "default", "seed": s, "class": c, "class_name": f"c{c}",
+             "accuracy": 0.5 + 0.01 * c + (0.05 + 0.001 * s if (m == "mr2" and c in (3, 7)) else 0.0)}
+            for m in ("erm", "mr2") for s in range(4) for c in range(10)]
+    F.plot_change_vs_reference(pd.DataFrame(rows), tmp_path / "a")
+    F.plot_change_vs_reference(pd.DataFrame(rows), tmp_path / "b", level=0.5)
+    assert drawn[0]["titles"][0].endswith("\n2 of 10 intervals exclude 0")
+    assert drawn[1]["titles"][0].endswith("\n2 of 10 intervals exclude 0: one of many comparisons, not a finding")
+
+
+def test_change_figure_of_one_seed_one_method_tiny_changes_and_many_classes(tmp_path, drawn, monkeypatch):
+    """One seed: the title says there is no interval and counts nothing; one method: one panel; changes
+    within a point: the y range pads by 5 % of one point; a variant not asked for is not drawn; 25
+    classes: one panel a row, each as wide as its class names need; four methods three a row: both
+    spare panels blank."""
+    def table(k, methods, seeds, shift=0.001):
+        return pd.DataFrame([{"dataset": "d", "method": m, "variant": v, "seed": s, "class": c, "class_name": f"c{c}",
+                              "accuracy": 0.5 + 0.01 * c + (shift * (c % 3) + 0.0001 * s) * (m != "erm")}
+                             for m in methods for v in ("default", "c_bar=0.5") for s in seeds for c in range(k)
+                             if not (m == "erm" and v != "default")])
+    F.plot_change_vs_reference(table(5, ("erm", "mr2"), (0,)), tmp_path / "one")
+    (ax,) = drawn[0]["axes"]
+    assert ax.get_title() == "d: MR² − ERM (1 seed: no interval)"
+    ys = 100 * 0.001 * np.array([c % 3 for c in range(5)])
+    assert ax.get_ylim() == pytest.approx((ys.min() - 0.05, ys.max() + 0.05))
+    assert tuple(drawn[0]["fig"].get_size_inches()) == pytest.approx(plotting.PANEL_SIZE)
+    F.plot_change_vs_reference(table(25, ("erm", "mr2", "focal"), (0, 1)), tmp_path / "wide")
+    axes = drawn[1]["axes"]
+    assert [a.get_title().split(" (")[0] for a in axes] == ["d: MR² − ERM", "d: Focal − ERM"]
+    assert tuple(drawn[1]["fig"].get_size_inches()) == pytest.approx(
+        (plotting.class_axis_width(25), 2 * plotting.PANEL_SIZE[1]))
+    monkeypatch.setattr(F, "PANELS_PER_ROW", 3)
+    F.plot_change_vs_reference(table(5, ("erm", "mr2", "focal", "ldam", "lff"), (0, 1)), tmp_path / "four")
+    axes = drawn[2]["axes"]
+    assert len(axes) == 6 and [a.axison for a in axes] == [True] * 4 + [False] * 2
 
 
 def test_change_figure_lays_out_a_panel_per_dataset_and_method_on_one_axis(tmp_path, drawn, monkeypatch):
@@ -502,6 +615,10 @@ def test_change_figure_lays_out_a_panel_per_dataset_and_method_on_one_axis(tmp_p
         assert matplotlib.colors.to_hex(container.lines[2][0].get_colors()[0]) == colour
         zero = [ln for ln in ax.get_lines() if list(ln.get_ydata()) == [0, 0]]
         assert len(zero) == 1 and matplotlib.colors.to_hex(zero[0].get_color()) == "#000000"
+        assert ax.axison and zero[0].get_linewidth() == 0.8 and ax.title.get_fontsize() == 9
+        caps = container.lines[1]  # small points, thin bars with short caps
+        assert container.lines[0].get_markersize() == 4 and container.lines[2][0].get_linewidths()[0] == 1
+        assert caps and all(cap.get_markersize() == 2 * 2 for cap in caps)
         expected = [100 * (acc(dataset, method, 0, c) + acc(dataset, method, 1, c)) / 2 - 100 * (0.9 - 0.1 * c)
                     for c in (4, 3, 2, 1, 0)]
         assert container.lines[0].get_ydata() == pytest.approx(expected)
@@ -595,12 +712,17 @@ def test_sweep_figure_by_hand_points_intervals_reference_and_default(tmp_path, d
             d = points - np.array([group("d1", "erm", "default", s, classes) for s in seeds])
             half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
             assert (lo, hi) == pytest.approx((points.mean() - half, points.mean() + half)), (classes, value)
+        assert (container.lines[0].get_markersize(), container.lines[2][0].get_linewidths()[0]) == (4, 1)
+        assert (container.lines[0].get_marker(), container.lines[0].get_linestyle()) == ("o", "-")  # joined points
+        assert container.lines[1] and all(cap.get_markersize() == 2 * 2 for cap in container.lines[1])
         (ref_line,) = [ln for ln in ax.get_lines() if ln.get_label() == f"ERM, {classes} classes"]
-        assert ref_line.get_linestyle() == "--"
+        assert (ref_line.get_linestyle(), ref_line.get_linewidth()) == ("--", 0.9)
+        assert matplotlib.colors.to_hex(ref_line.get_color()) == matplotlib.colors.to_hex(colour)  # as its points
         assert ref_line.get_ydata()[0] == pytest.approx(np.mean([group("d1", "erm", "default", s, classes)
                                                                  for s in (0, 1, 2)]))
     (default,) = [ln for ln in ax.get_lines() if ln.get_label() == "default"]
     assert default.get_xdata()[0] == 1.0 and default.get_linestyle() == ":"
+    assert (default.get_color(), default.get_linewidth(), ax.title.get_fontsize()) == ("grey", 1, 9)
     (default,) = [ln for ln in axes[3].get_lines() if ln.get_label() == "default"]
     assert default.get_xdata()[0] == 0.1  # d2's own default λ
     assert axes[3].get_legend().get_title().get_text() == "classes"
@@ -628,7 +750,14 @@ def test_sweep_members_of_tables_that_cannot_hold_a_sweep_are_empty_with_their_c
     members = F.sweep_members(runs, "mr2", "lam")
     assert sorted(zip(members["dataset"], members["variant"], members["seed"])) == [
         ("d2", "default", 0), ("d2", "default", 1), ("d2", "lam=0.3", 0), ("d2", "lam=0.3", 1)]
-    assert F.sweep_table(pc, runs.drop(columns="config.tags.sweep"), groups).empty
+    empty = F.sweep_table(pc, runs.drop(columns="config.tags.sweep"), groups)
+    assert empty.empty and list(empty.columns) == ["dataset", "seed", "variant", "option", "value", "all", "hard"]
+    # an option nothing sweeps before one that is swept: skipped, the next still read; values held as
+    # text (a runs table of strings) are numbers in the table
+    as_text = runs.assign(**{"config.method.options.lam": runs["config.method.options.lam"].astype(str),
+                             "config.method.options.tau": 0.1})
+    table = F.sweep_table(pc, as_text, groups, options=("tau", "lam"))
+    assert set(table["option"]) == {"lam"} and sorted(table["value"].unique()) == [0.1, 0.3]
 
 
 def test_sweeps_are_on_log_axes_with_the_swept_values_as_ticks(tmp_path, drawn):
@@ -700,6 +829,11 @@ def test_group_points_sit_side_by_side_named_and_coloured_per_run(tmp_path, draw
     rules = [line for line in ax.lines if list(line.get_ydata()) == [0, 1]]
     assert [line.get_xdata()[0] for line in rules] == [0.5, 1.5, 2.5]
     assert {matplotlib.colors.to_hex(line.get_color()) for line in rules} == {matplotlib.colors.to_hex("0.85")}
+    assert {line.get_linewidth() for line in rules} == {0.6}
+    for c in ax.containers:  # points of 5, bars of 1 with caps of 2 (a cap's marker is twice its size)
+        assert (c.lines[0].get_markersize(), c.lines[2][0].get_linewidths()[0]) == (5, 1)
+        assert c.lines[1] and {cap.get_markersize() for cap in c.lines[1]} == {4}
+    assert tuple(drawn[0]["fig"].get_size_inches()) == pytest.approx(plotting.PANEL_SIZE)  # five runs fit
 
     F.plot_group_accuracy(pc, groups, tmp_path / "n", errorbar=None)
     assert all(not c.has_yerr and c.lines[2] == () for c in drawn[1]["axes"][0].containers)
@@ -713,6 +847,9 @@ def test_group_points_sit_side_by_side_named_and_coloured_per_run(tmp_path, draw
     assert toy2.get_title() == "toy2"
     assert [c.get_label() for c in toy2.containers] == ["ERM", "MR² uniform γ", "MR² λ = 0"]
     assert [c.lines[0].get_xdata()[0] for c in toy2.containers] == pytest.approx([-0.3, 0.1, 0.3])
+    F.plot_group_accuracy(t["per_class"], groups, tmp_path / "w", variants=None)  # seven runs: 7/5 as wide
+    assert tuple(drawn[4]["fig"].get_size_inches()) == pytest.approx(
+        (2 * plotting.PANEL_SIZE[0] * 7 / 5, plotting.PANEL_SIZE[1]))
 
 
 def test_end_to_end_from_a_run_tree(tmp_path):
@@ -793,11 +930,12 @@ def test_end_labels_space_the_names_by_hand_and_make_room_for_them():
     """Names at x + pad beside their lines' ends, in the lines' colours, pushed up to ``gap`` of the
     axis height apart and then, if the top one left the axes, all moved down by as much; none with
     more than ANNOTATE_MAX lines; the x axis widened by 30 % + 0.4 for them."""
-    def placed(ys, ylim=(0.0, 1.0), **kw):
+    def placed(ys, ylim=(0.0, 1.0), xlim=(0.0, 10.0), **kw):
         fig, ax = plt.subplots()
-        ax.set(xlim=(0.0, 10.0), ylim=ylim)
+        ax.set(xlim=xlim, ylim=ylim)
         names = [f"${i}" for i in range(len(ys))]
         plotting.end_labels(ax, 10.0, ys, names, [f"C{i}" for i in range(len(ys))], **kw)
+        fig.canvas.draw()  # the names' coordinates are valid
         texts = {t.get_text(): t for t in ax.texts}
         out = [texts[n] for n in names] if texts else []
         plt.close(fig)
@@ -812,7 +950,13 @@ def test_end_labels_space_the_names_by_hand_and_make_room_for_them():
     assert all(t.get_text().startswith("$") and not t.get_parse_math() for t in texts)  # names are data
     assert all((t.get_ha(), t.get_va(), t.get_annotation_clip()) == ("left", "center", False) for t in texts)
     assert all(t.arrow_patch is not None for t in texts)  # a thin line joins a moved name to its line
+    assert {(t.get_fontsize(), t.arrow_patch.get_linewidth(), matplotlib.colors.to_hex(t.arrow_patch.get_edgecolor()),
+             t.arrow_patch.shrinkA, t.arrow_patch.shrinkB) for t in texts} == {
+        (7, 0.4, matplotlib.colors.to_hex("0.7"), 0, 0)}
     assert ax.get_xlim() == pytest.approx((0.0, 10.0 + 3.0 + 0.4))
+    ax, texts = placed([0.2, 0.8], xlim=(2.0, 10.0))  # the pad and the room are shares of the x range
+    assert [t.get_position()[0] for t in texts] == pytest.approx([10.0 + 0.04 * 8 + 0.05] * 2)
+    assert ax.get_xlim() == pytest.approx((2.0, 10.0 + 0.3 * 8 + 0.4))
     _, texts = placed([0.9, 0.95, 0.97, 1.0])  # pushed past the top: all back down by 0.05
     assert [t.get_position()[1] for t in texts] == pytest.approx([0.85, 0.9, 0.95, 1.0])
     _, texts = placed([1, 1, 1], ylim=(0.0, 10.0))  # whole numbers are spaced by fractions too
@@ -899,6 +1043,13 @@ def test_class_axis_names_the_classes_and_shades_each_run_of_a_group():
     assert texts == [("hard", (0.5, 1.0), colour["hard"], "bottom"), ("medium", (2.0, 1.0), colour["medium"], "bottom"),
                      ("weird", (3.0, 1.0), colour["weird"], "bottom"), ("easy", (4.0, 1.0), colour["easy"], "bottom")]
     assert all(t.get_transform() == ax.get_xaxis_transform() for t in ax.texts)  # above the axes, at the class
+    assert {(t.get_ha(), t.get_fontsize()) for t in ax.texts} == {("center", 8)}
+    assert {(p.get_linewidth(), p.get_zorder()) for p in ax.patches} == {(0, 0)}  # under the data, unframed
+    plt.close(fig)
+    fig, ax = plt.subplots()  # a group of one class first: its own shade
+    plotting.class_axis(ax, ["a", "b", "c"], ["hard", "easy", "easy"])
+    assert [(p.get_x(), p.get_x() + p.get_width()) for p in ax.patches] == [(-0.5, 0.5), (0.5, 2.5)]
+    assert [t.get_text() for t in ax.texts] == ["hard", "easy"]
     plt.close(fig)
     for k, rotation, ha, size in ((6, 30.0, "right", 8.0), (7, 90.0, "center", 8.0), (30, 90.0, "center", 8.0),
                                   (31, 90.0, "center", 6.0)):
@@ -907,6 +1058,42 @@ def test_class_axis_names_the_classes_and_shades_each_run_of_a_group():
         label = ax.get_xticklabels()[0]
         assert (label.get_rotation(), label.get_ha(), label.get_fontsize()) == (rotation, ha, size), k
         assert not ax.patches and not ax.texts and ax.get_xlim() == (-0.5, k - 0.5)
+        plt.close(fig)
+
+
+def test_a_placeholder_is_one_panel_holding_its_message(tmp_path, drawn):
+    assert plotting.placeholder(tmp_path / "p", "nothing to draw") == []  # the spy writes no file
+    (record,) = drawn
+    assert record["placeholder"] and record["texts"] == ["nothing to draw"] and record["stem"] == tmp_path / "p"
+    assert tuple(record["fig"].get_size_inches()) == pytest.approx(plotting.PANEL_SIZE)
+
+
+def test_save_figure_writes_at_the_report_dpi_cropped_to_all_drawn_and_closes_only_its_figure(tmp_path):
+    """The PNG says FIGURE_DPI and holds a name drawn outside the figure (as a legend outside the panels
+    is kept): it is wider than the figure; the figure saved is closed, another one left open."""
+    from PIL import Image
+
+    fig, ax = plt.subplots(figsize=(2.0, 2.0))
+    fig.text(1.4, 0.5, "a name far right of the figure")
+    other = plt.figure()  # the current figure now: not the one to close
+    png, pdf = plotting.save_figure(fig, tmp_path / "f")
+    with Image.open(png) as image:
+        assert image.info["dpi"] == pytest.approx((plotting.FIGURE_DPI, plotting.FIGURE_DPI), abs=0.05)
+        assert image.size[0] > 2.0 * plotting.FIGURE_DPI * 1.2
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    assert plt.get_fignums() == [other.number]
+    plt.close(other)
+    fig, ax = plt.subplots()
+    assert plotting.overlapping_texts([ax.text(0, 0, "alone")]) == []
+    plt.close(fig)
+
+
+def test_points_are_named_up_to_annotate_max_and_not_beyond():
+    for n, named in ((plotting.ANNOTATE_MAX, plotting.ANNOTATE_MAX), (plotting.ANNOTATE_MAX + 1, 0)):
+        fig, ax = plt.subplots(figsize=(8.0, 6.0))
+        x = np.arange(n, dtype=float)
+        texts = plotting.name_points(ax, x, (x * 7) % 5, [f"p{i}" for i in range(n)])
+        assert len(texts) == len(ax.texts) == named
         plt.close(fig)
 
 
@@ -923,6 +1110,11 @@ def test_names_of_points_crowded_in_a_corner_do_not_overlap():
     assert [t.get_text() for t in texts] == names
     assert plotting.overlapping_texts(texts) == []
     assert len(ax.texts) == len(names)  # the names of a failed try are gone, not left under the new ones
+    assert {t.get_fontsize() for t in texts} == {7}
+    joins = [p for p in ax.patches if isinstance(p, matplotlib.patches.FancyArrowPatch)]
+    assert joins and {(matplotlib.colors.to_hex(p.get_edgecolor()), p.get_linewidth()) for p in joins} == {
+        (matplotlib.colors.to_hex("0.6"), 0.5)}  # thin grey lines from moved names to their points
+    assert all(type(p.get_arrowstyle()).__name__ == "Curve" for p in joins)  # "-": no arrow heads
     # the check itself sees overlaps: two names written on one spot
     both = [ax.text(12.0, 90.0, "Coat"), ax.text(12.0, 90.0, "Coat too")]
     assert plotting.overlapping_texts(both) == [("Coat", "Coat too")]

@@ -174,7 +174,7 @@ def plot_accuracy_vs_variability(per_class: pd.DataFrame, stem: str | Path, meth
             name_points(ax, part[feature], part["accuracy"], list(part["class_name"]))
             rho = rhos[feature]
             row = rho[(rho["dataset"] == dataset) & (rho["method"] == method) & (rho["variant"] == var)]
-            stat = format_seed_rho(None if row.empty else row.iloc[0], level)
+            stat = format_seed_rho(row.iloc[0], level)  # seed_rho has a row for every run selected
             ax.set_title(f"{dataset}: {display_name(method, var)}\n{stat}", fontsize=8)
             ax.set(xlabel=f"{symbol(feature)} of {display_name(method, var)}'s training features",
                    ylabel="test accuracy (%)")
@@ -274,7 +274,7 @@ def plot_change_vs_reference(per_class: pd.DataFrame, stem: str | Path, referenc
     k = int(data.groupby("dataset")["class"].nunique().max())
     ncols = min(PANELS_PER_ROW, len(labels), max(1, CLASSES_PER_ROW // k))
     rows_per_dataset = -(-len(labels) // ncols)
-    fig, axes = _panels(ncols, ncols=ncols, nrows=len(datasets) * rows_per_dataset, width=class_axis_width(k))
+    fig, axes = _panels(ncols, nrows=len(datasets) * rows_per_dataset, width=class_axis_width(k))
     ends = pd.concat([data["diff"], data["diff_lo"], data["diff_hi"]]).dropna().clip(-100, 100)  # |change| ≤ 100
     pad = 0.05 * max(ends.max() - ends.min(), 1.0)
     for d, dataset in enumerate(datasets):
@@ -290,8 +290,7 @@ def plot_change_vs_reference(per_class: pd.DataFrame, stem: str | Path, referenc
             pos = np.arange(len(part))
             yerr = np.nan_to_num(np.vstack([part["diff"] - part["diff_lo"], part["diff_hi"] - part["diff"]]))
             colour = method_colour(*part.iloc[0][["method", "variant"]])
-            ax.errorbar(pos, part["diff"], yerr=yerr, fmt="o", markersize=4, color=colour, ecolor=colour,
-                        elinewidth=1, capsize=2)
+            ax.errorbar(pos, part["diff"], yerr=yerr, fmt="o", markersize=4, color=colour, elinewidth=1, capsize=2)
             ax.axhline(0.0, color="black", linewidth=0.8)
             class_axis(ax, list(part["class_name"]), list(part["group"].fillna("?")) if "group" in part else None)
             seeds = int(part["n_paired"].max())
@@ -314,7 +313,8 @@ def plot_margins_over_training(epochs: pd.DataFrame, groups: pd.DataFrame, stem:
     """γ_k per epoch (mean over seeds) of the ``show`` groups' classes for ``method`` and, in panels
     beside it, for the methods of ``beside`` that the run holds (``mr2_no_rep``: without the
     representation term): a thin line per class named at its end (``names``:
-    ``mr2.results.groups.class_names``; names spaced so none overlaps), a thick line per group mean,
+    ``mr2.results.groups.class_names``, a class they lack by its number; names spaced so none
+    overlaps), a thick line per group mean,
     coloured by group; for γ_k a dotted line at c̄ (the mean margin, which Corollary 1 holds fixed);
     a group left out of ``show`` is named in the title."""
     methods = [method] + [m for m in beside if m != method]
@@ -325,11 +325,10 @@ def plot_margins_over_training(epochs: pd.DataFrame, groups: pd.DataFrame, stem:
     methods = [m for m in methods if m in set(rows["method"])]
     rows = rows.assign(**{"class": rows["class"].astype("int64")})
     data = rows.groupby(["dataset", "method", "epoch", "class"])["value"].mean().reset_index()
-    data = data.merge(groups.assign(**{"class": groups["class"].astype("int64")}), on=["dataset", "class"])
-    if names is not None:
-        data = data.merge(names.assign(**{"class": names["class"].astype("int64")}), on=["dataset", "class"], how="left")
-    else:
-        data["class_name"] = data["class"].astype(str)
+    data = data.merge(groups, on=["dataset", "class"])
+    named = (data.merge(names, on=["dataset", "class"], how="left") if names is not None
+             else data.assign(class_name=None))
+    data = named.assign(class_name=named["class_name"].fillna(named["class"].astype(str)))
     data = data[data["group"].isin(list(show))]
     if data.empty:
         return placeholder(stem, f"no {', '.join(show)} classes with {name} logged")

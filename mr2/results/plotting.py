@@ -66,8 +66,7 @@ def method_colour(method: str, variant: str = DEFAULT_VARIANT) -> str:
     """The fixed colour of a method (its default variant) in every figure; see ``METHOD_COLOURS``."""
     if variant == DEFAULT_VARIANT and method in METHOD_COLOURS:
         return METHOD_COLOURS[method]
-    key = method if variant == DEFAULT_VARIANT else run_label(method, variant)
-    return FALLBACK_COLOURS[zlib.crc32(key.encode()) % len(FALLBACK_COLOURS)]
+    return FALLBACK_COLOURS[zlib.crc32(run_label(method, variant).encode()) % len(FALLBACK_COLOURS)]
 
 
 def literal_where_math_fails(fig: plt.Figure) -> None:
