@@ -314,9 +314,9 @@ def plot_margins_over_training(epochs: pd.DataFrame, groups: pd.DataFrame, stem:
     beside it, for the methods of ``beside`` that the run holds (``mr2_no_rep``: without the
     representation term): a thin line per class named at its end (``names``:
     ``mr2.results.groups.class_names``, a class they lack by its number; names spaced so none
-    overlaps), a thick line per group mean,
-    coloured by group; for γ_k a dotted line at c̄ (the mean margin, which Corollary 1 holds fixed);
-    a group left out of ``show`` is named in the title."""
+    overlaps), a thick line per group mean, coloured by group; for γ_k a dotted line at c̄ (the
+    mean margin, which Corollary 1 holds fixed); a group left out of ``show`` is named in the
+    title. The log's classes may be floats (an epochs.csv read with ``pd.read_csv``)."""
     methods = [method] + [m for m in beside if m != method]
     rows = epochs[epochs["method"].isin(methods) & (epochs["variant"] == variant) & (epochs["name"] == name)
                   & epochs["class"].notna()]
