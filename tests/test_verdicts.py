@@ -585,6 +585,10 @@ def test_a_far_point_gets_the_crowd_near_zero_a_zoomed_panel(tmp_path, monkeypat
     assert not overlapping_texts(names)
     assert zoom.get_ylim()[0] > points.set_index("method").loc["lff", "hard_diff"]  # LfF is outside the zoom
     assert [t.get_text() for t in zoom.get_legend().get_texts()] == [display_name(m) for m in effects]
+    from mr2.results.plotting import method_colour  # each name beside its own method's marker
+
+    assert [matplotlib.colors.to_hex(h.get_color()) for h in zoom.get_legend().legend_handles] == [
+        matplotlib.colors.to_hex(method_colour(m)) for m in effects]
     # without a far point, one panel per dataset
     assert TR.near_zero(points[points["method"] != "lff"]) is None
 
