@@ -398,6 +398,13 @@ def test_update_verdicts_replaces_the_first_block_and_keeps_everything_else(tmp_
         readme.write_text(broken)
         assert V.update_verdicts(readme, root) is False and readme.read_text() == broken
     assert V.readme_verdicts("no block\n") is None
+    assert V.readme_verdicts(f"{V.BEGIN}\n\nX first  \n\n{V.END}") == "X first  "  # only the blank lines go
+    # a README with MR² and γ is read and written as UTF-8 also where the locale's encoding is ASCII
+    readme.write_text(text, encoding="utf-8")
+    env = {**__import__("os").environ, "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "LC_ALL": "C", "LANG": "C"}
+    code = "import sys; from mr2.results.verdicts import update_verdicts; update_verdicts(sys.argv[1], sys.argv[2])"
+    subprocess.run([sys.executable, "-c", code, str(readme), str(root)], env=env, check=True, capture_output=True)
+    assert readme.read_text(encoding="utf-8") == new
 
 
 def test_settings_from_a_runs_table_that_lacks_columns():
