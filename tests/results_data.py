@@ -8,7 +8,9 @@ third is HARD etc. Every method adds a known per-class effect; seeds add noise.
 from __future__ import annotations
 
 import json
-
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -169,3 +171,11 @@ def spy_on_figures(monkeypatch, modules, save: bool) -> list[dict]:
     for module in modules:
         monkeypatch.setattr(module, "save_figure", spy)
     return seen
+
+
+def run_in_ascii_locale(code: str, *args: str) -> subprocess.CompletedProcess:
+    """``python -c code args`` in a Python whose locale encoding is ASCII (the C locale without
+    Python's UTF-8 mode or locale coercion, as on some clusters): text read or written without an
+    explicit encoding fails there on γ or MR². Fails the test when the code fails."""
+    env = {**os.environ, "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "LC_ALL": "C", "LANG": "C"}
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, check=True)

@@ -238,15 +238,9 @@ def test_a_missing_caption_is_an_error_naming_its_file_and_the_option(tmp_path):
 def test_a_caption_is_read_as_utf8_whatever_the_locale(tmp_path):
     """Captions hold γ_k and c̄: read as UTF-8 also where the locale's encoding is ASCII (the C locale
     without Python's UTF-8 mode, as on some clusters) or another code page."""
-    import os
-    import subprocess
-    import sys
-
     (tmp_path / "g.rst").write_text("γ_k against c̄.\n", encoding="utf-8")
-    env = {**os.environ, "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "LC_ALL": "C", "LANG": "C"}
-    code = ("import sys; from mr2.results.plotting import caption; "
-            "sys.stdout.buffer.write(caption(sys.argv[1], 'g').encode('utf-8'))")
-    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, check=True)
+    out = syn.run_in_ascii_locale("import sys; from mr2.results.plotting import caption; "
+                                  "sys.stdout.buffer.write(caption(sys.argv[1], 'g').encode('utf-8'))", str(tmp_path))
     assert out.stdout.decode("utf-8") == "γ_k against c̄."
 
 

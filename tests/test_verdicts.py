@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from results_data import run_in_ascii_locale
 from mr2.results import groups as G
 from mr2.results import statistics as S
 from mr2.results import tables as R
@@ -401,9 +402,8 @@ def test_update_verdicts_replaces_the_first_block_and_keeps_everything_else(tmp_
     assert V.readme_verdicts(f"{V.BEGIN}\n\nX first  \n\n{V.END}") == "X first  "  # only the blank lines go
     # a README with MR² and γ is read and written as UTF-8 also where the locale's encoding is ASCII
     readme.write_text(text, encoding="utf-8")
-    env = {**__import__("os").environ, "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0", "LC_ALL": "C", "LANG": "C"}
-    code = "import sys; from mr2.results.verdicts import update_verdicts; update_verdicts(sys.argv[1], sys.argv[2])"
-    subprocess.run([sys.executable, "-c", code, str(readme), str(root)], env=env, check=True, capture_output=True)
+    run_in_ascii_locale("import sys; from mr2.results.verdicts import update_verdicts; "
+                        "update_verdicts(sys.argv[1], sys.argv[2])", str(readme), str(root))
     assert readme.read_text(encoding="utf-8") == new
 
 
