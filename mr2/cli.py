@@ -79,6 +79,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--run", required=True, help="a finished run folder (holds model.pt)")
     p.add_argument("--data", required=True, help="the prepared dataset file the run was trained on")
     p.add_argument("--out", required=True, help="the folder to write per_class.csv, confusion.csv, metrics.json to")
+    p.add_argument("--split", choices=("test", "val"), default="test",
+                   help="the split to measure: test (default), or val (the tuning stage: the test set is not read)")
     device_options(p, "auto")
     p = sub.add_parser("errors", help="JTT's error set: the training samples a finished run misclassifies")
     p.add_argument("--run", required=True, help="a finished run folder (holds model.pt)")
@@ -214,7 +216,7 @@ def engine_step(args) -> int:
     elif args.step == "evaluate":
         from .engine.evaluate import evaluate
 
-        m = evaluate(args.run, args.data, args.out, device=device, threads=args.threads)
+        m = evaluate(args.run, args.data, args.out, device=device, threads=args.threads, split=args.split)
         print(f"[evaluate] {args.out}: top1={m['top1']:.4f} worst_class_acc={m['worst_class_acc']:.4f}")
     else:
         from .engine.jtt import error_set

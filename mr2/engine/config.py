@@ -30,6 +30,7 @@ DEFAULTS: dict[str, Any] = {
         "val_fraction": 0.1,  # stratified validation split of the training set
         "split_seed": 0,  # seed of the split (and of the per-class caps)
         "train_cap": None,  # per-class cap on training samples (balanced subsampling)
+        "val_cap": None,  # validation from the pool's images train_cap left out, this many per class (needs val_fraction 0)
         "test_cap": None,  # per-class cap on test samples
         "image_size": None,  # resize file-backed image sets (default: the loader's)
         "imbalance": None,  # None (balanced) | {ratio: n_max/n_min, profile: exp}: long-tailed training split

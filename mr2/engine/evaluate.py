@@ -79,9 +79,16 @@ def load_run(run_dir: str | Path, data_path: str | Path, device: torch.device):
     return cfg, model.to(device), saved["class_summary"], data
 
 
+SPLITS = ("test", "val")  # what ``evaluate`` may measure: the test set, or the validation split (tuning)
+
+
 def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, device: str = "auto",
-             threads: int | None = None) -> dict[str, Any]:
-    """Evaluate the run in ``run_dir`` on the test set of ``data_path`` (see module docstring)."""
+             threads: int | None = None, split: str = "test") -> dict[str, Any]:
+    """Evaluate the run in ``run_dir`` on the test set of ``data_path`` (see module docstring), or with
+    ``split="val"`` on its validation split (the tuning stage's score: the test set is never read then);
+    the columns and keys named ``test`` are then named ``val`` (``n_val``, ``val_a``, ``val_ce``, ...)."""
+    if split not in SPLITS:
+        raise ValueError(f"evaluate: split must be one of {SPLITS}, got {split!r}")
     if threads:
         torch.set_num_threads(threads)
     dev = select_device(device)
@@ -95,7 +102,9 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
 
     bs, amp = cfg["train"]["eval_batch_size"], cfg["amp"]
     workers = cfg["train"]["num_workers"]
-    test, train = Source(data.test, dev, workers), Source(data.train, dev, workers)
+    if split == "val" and len(data.val) == 0:
+        raise ValueError(f"{data_path} has no validation split to evaluate on (data.val_fraction 0 without data.val_cap)")
+    test, train = Source(getattr(data, split), dev, workers), Source(data.train, dev, workers)
     test_logits, test_feats = predict(model, test, bs, transform, dev, amp)
     train_logits, train_feats = predict(model, train, bs, transform, dev, amp)
     y_test, y_train = test.y, train.y
@@ -105,7 +114,7 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
 
     keys = run_keys(cfg)
     table = pd.DataFrame({"class": np.arange(k), "class_name": info.class_names,
-                          "n_test": torch.bincount(y_test, minlength=k).cpu().numpy(),
+                          f"n_{split}": torch.bincount(y_test, minlength=k).cpu().numpy(),
                           "accuracy": acc.cpu().numpy(), "gamma": gamma.cpu().numpy()})
     for p in STAT_NORMS:
         suffix = "" if p == 2.0 else f"_p{int(p)}"
@@ -114,7 +123,7 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
                 table[("n_train" if name == "n" else name) + suffix] = values.cpu().numpy()
     for name, values in feature_statistics(test_feats, y_test, k, 2.0).items():
         if name != "n":
-            table[f"test_{name}"] = values.cpu().numpy()
+            table[f"{split}_{name}"] = values.cpu().numpy()
     for key, value in reversed(keys.items()):
         table.insert(0, key, value)
 
@@ -133,8 +142,8 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
         "worst_class_acc": acc[seen].min().item(),
         "worst_class": int(torch.where(seen, acc, torch.inf).argmin().item()),
         "std_class_acc": acc[seen].std(unbiased=False).item(),
-        "test_ce": torch.nn.functional.cross_entropy(test_logits, y_test).item(),
-        "n_test": len(y_test),
+        f"{split}_ce": torch.nn.functional.cross_entropy(test_logits, y_test).item(),
+        f"n_{split}": len(y_test),
         "n_train": len(y_train),
         "num_classes": k,
         "train_error": (train_logits.argmax(1) != y_train).float().mean().item(),

@@ -88,12 +88,32 @@ def long_tailed(y: torch.Tensor, num_classes: int, imbalance: dict | None, split
     return subsample_to_counts(y, torch.tensor(target), derived_seed(split_seed, "imbalance"))
 
 
+def held_out_validation(y: torch.Tensor, pool_idx: torch.Tensor, cap: int, split_seed: int,
+                        classes: list[str]) -> torch.Tensor:
+    """Sorted indices of a validation split drawn from the training pool's samples that ``train_cap``
+    left out (``y`` the pool's labels, ``pool_idx`` the capped part): min(``cap``, what is left) seeded
+    random samples of every class (``derived_seed(split_seed, "val_cap")``), so validation is disjoint
+    from training and larger than a share of the capped part. A ``ValueError`` naming the class when
+    the cap left a class no sample to validate on."""
+    unused = torch.ones(len(y), dtype=torch.bool)
+    unused[pool_idx] = False
+    rest = torch.nonzero(unused).flatten()
+    left = torch.bincount(y[rest], minlength=len(classes))
+    empty = [classes[k] for k in torch.nonzero(left == 0).flatten().tolist()]
+    if empty:
+        raise ValueError(f"dataset config key 'val_cap': train_cap takes every training-pool sample of class(es) "
+                         f"{empty}, leaving none to validate on; lower train_cap or use val_fraction instead")
+    return rest[subsample_per_class(y[rest], cap, derived_seed(split_seed, "val_cap"))]
+
+
 def prepare_dataset(cfg: dict, out_path) -> dict:
     """Load, cap, split and cache a dataset in one checksummed torch file; return a summary.
 
     Steps (every random draw fixed by ``split_seed``, see ``derived_seed``):
     1. ``train_cap``: keep at most that many samples per class of the official training pool;
-    2. ``val_fraction``: stratified validation split of what remains (``stratified_split``);
+    2. ``val_fraction``: stratified validation split of what remains (``stratified_split``); or, with
+       ``val_cap``, validation drawn from the pool's samples ``train_cap`` left out
+       (``held_out_validation``) and the whole capped part trained on;
     3. ``imbalance``: the training split made long-tailed (``long_tailed``); validation and test
        stay as they are, so with a balanced pool both stay balanced;
     4. ``test_cap``: the same per-class cap on the official test split;
@@ -109,11 +129,14 @@ def prepare_dataset(cfg: dict, out_path) -> dict:
     seed = cfg["split_seed"]
 
     pool_idx = subsample_per_class(train_pool.y, cfg["train_cap"], derived_seed(seed, "train_cap"))
-    tr_local, va_local = stratified_split(train_pool.y[pool_idx], cfg["val_fraction"], derived_seed(seed, "val"))
-    train_idx = pool_idx[tr_local]
+    if cfg["val_cap"] is None:
+        tr_local, va_local = stratified_split(train_pool.y[pool_idx], cfg["val_fraction"], derived_seed(seed, "val"))
+        train_idx, val_idx = pool_idx[tr_local], pool_idx[va_local]
+    else:
+        train_idx, val_idx = pool_idx, held_out_validation(train_pool.y, pool_idx, cfg["val_cap"], seed, classes)
     train_idx = train_idx[long_tailed(train_pool.y[train_idx], len(classes), cfg["imbalance"], seed)]
     test_idx = subsample_per_class(test_full.y, cfg["test_cap"], derived_seed(seed, "test_cap"))
-    indices = {"train": train_idx, "val": pool_idx[va_local], "test": test_idx}
+    indices = {"train": train_idx, "val": val_idx, "test": test_idx}
     splits = {
         "train": train_pool.subset(indices["train"]),
         "val": train_pool.subset(indices["val"]),

@@ -371,10 +371,16 @@ def resolve_config(cfg: dict) -> dict:
     seed = out["split_seed"]
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"dataset config key 'split_seed' must be a non-negative int, got {seed!r}")
-    for key in ("train_cap", "test_cap", "image_size"):
+    for key in ("train_cap", "val_cap", "test_cap", "image_size"):
         v = out[key]
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise ValueError(f"dataset config key {key!r} must be None or a positive int, got {v!r}")
+    if out["val_cap"] is not None and (out["train_cap"] is None or out["val_fraction"] != 0.0):
+        raise ValueError(
+            "dataset config key 'val_cap' draws the validation split from the training pool's images that "
+            f"'train_cap' leaves out: it needs train_cap set (got {out['train_cap']!r}) and val_fraction 0 "
+            f"(got {out['val_fraction']!r}), so validation never takes images from the training split"
+        )
     out["imbalance"] = resolve_imbalance(out["imbalance"])
     out["options"] = resolve_options(out["name"], out["options"])
     return out
