@@ -3,10 +3,11 @@
   mr2 configure --run <settings YAML> --out results/runs/<...>/run.yaml   (or --data: a dataset's)
   mr2 prepare  --config <data.yaml> [--set k=v ...] --out results/data/<dataset>.pt
   mr2 train    --config <run.yaml> [--set k=v ...] --data <prepared.pt> --out <run dir>
-  mr2 evaluate --run <run dir> --data <prepared.pt> --out <eval dir>
+  mr2 evaluate --run <run dir> --data <prepared.pt> --out <eval dir> [--split val]
   mr2 errors   --run <run dir> --data <prepared.pt> --out <errors.csv>   (JTT: misclassified training samples)
   mr2 on-gpus  N --lock-dir <dir> -- <command ...>   (run a command on N free GPUs of this machine: torchrun jobs)
   mr2 aggregate --runs <run dir> ... --reference erm --out results/tables
+  mr2 tune     --runs <trial and reference run dirs> ... --criterion hard --out results/tune/<dataset>
   mr2 table    --tables results/tables --reference erm
   mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2] [--method mr2]
   mr2 analysis --tables results/tables --out results/analysis   (does the premise hold?)
@@ -98,6 +99,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", nargs="+", required=True, help="run folders (each with config.yaml, epochs.csv, eval/)")
     p.add_argument("--reference", default="erm", help="the method whose per-class accuracy defines easy/medium/hard")
     p.add_argument("--out", required=True, help="the tables folder")
+    p = sub.add_parser("tune", help="the tuning stage's choice: every trial's validation scores -> tuning.csv, "
+                                    "chosen.yaml, budget.csv, tuning.md and the figure tuning.png")
+    p.add_argument("--runs", nargs="+", required=True, help="the trials' run folders and the reference's at the trials' "
+                                                            "seeds (each with config.yaml and eval_val/)")
+    p.add_argument("--reference", default="erm", help="the method whose validation accuracy ranks easy/medium/hard")
+    p.add_argument("--criterion", choices=("hard", "all"), default="hard",
+                   help="the validation accuracy maximised: of the hard third (default) or of all classes")
+    p.add_argument("--out", required=True, help="the tuning folder")
     p = sub.add_parser("table", help="the results table (mean ± sd, paired differences) as CSV and Markdown, "
                                      "the paired comparisons (comparisons.csv) and the settings (settings.csv)")
     p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
@@ -239,7 +248,7 @@ def claimed_device(args) -> str | None:
 
 
 def results_step(args) -> None:
-    """aggregate | table | figures | analysis | report: the results layer, reading only tidy tables."""
+    """aggregate | tune | table | figures | analysis | report: the results layer, reading only tidy tables."""
     from pathlib import Path
 
     import matplotlib
@@ -254,6 +263,12 @@ def results_step(args) -> None:
         tables["groups"] = difficulty_table(tables["per_class"], reference=args.reference)
         results.write_tables(tables, args.out)
         print(f"[aggregate] {len(args.runs)} runs -> {args.out}")
+    elif args.step == "tune":
+        from .results.tuning import write_tuning
+
+        tables = results.aggregate(args.runs, eval_subdir="eval_val")
+        record = write_tuning(tables["per_class"], tables["runs"], args.out, args.criterion, args.reference)
+        print(f"[tune] {record['dataset']}: chosen {record['methods']} -> {args.out}")
     elif args.step == "table":
         t = results.read_tables(args.tables, ("per_class", "runs", "groups"))
         table = results.results_table(t["per_class"], t["runs"], t["groups"], reference=args.reference)

@@ -13,6 +13,7 @@ import json
 import math
 import re
 import shlex
+import sys
 from pathlib import Path
 
 import yaml
@@ -29,6 +30,9 @@ ENV_RESULTS = "../envs/results.yml"  # tables, figures, analysis, report: pandas
 # command starts with PYTHONPATH={params.repo:q}..., not a global shell.prefix, which would also
 # prefix the rules of a workflow that uses this one as a module.
 REPO = str(ROOT)
+if REPO not in sys.path:  # mr2.common: standard library only (no torch), shared with the engine
+    sys.path.insert(0, REPO)
+from mr2.common.tuning import TRIAL_TAG, TUNED_TAG, trial_index, trial_options, trial_variant
 
 DEFAULT_VARIANT = "default"
 NAME = re.compile(r"^(?!.*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*\Z")  # \Z: `$` would let a final newline in
@@ -93,6 +97,8 @@ def check_cross_keys():
                 f"config key 'sweeps': variant name {variant!r} is not a safe name "
                 "(letters, digits and _ . = - only)"
             )
+    check_tune()
+    check_convergence()
     for seed in config["seeds"]:  # the schema's "integer" lets 1.0 in; torch takes 64 bits at most
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
             raise PipelineConfigError(f"config key 'seeds': {seed!r} is not an integer in [0, 2**64)")
@@ -101,6 +107,63 @@ def check_cross_keys():
             f"config key 'runs_per_gpu' ({config['runs_per_gpu']}) shares one GPU between runs: "
             f"it needs gpus: 1 (got gpus: {config['gpus']})"
         )
+
+
+def check_tune():
+    """Config key `tune`: every searched method is run and takes the options searched; every follower
+    follows a searched method; the trials' seeds are apart from the final seeds."""
+    tune = TUNE
+    if not tune:
+        return
+    methods = config["methods"]
+    for method, space in tune["space"].items():
+        if method not in methods:
+            raise PipelineConfigError(f"config key 'tune.space.{method}': method {method!r} is not in 'methods' {methods}")
+        if method == config["reference"]:
+            raise PipelineConfigError(f"config key 'tune.space.{method}': the reference is not tuned (its validation "
+                                      "accuracy ranks the classes every trial is scored on)")
+        takes = method_option_names(method)
+        for option in space:
+            if option not in takes:
+                raise PipelineConfigError(f"config key 'tune.space.{method}.{option}': method {method!r} has no "
+                                          f"option {option!r}; its options: {', '.join(sorted(takes)) or 'none'}")
+            if option in config["method_options"].get(method, {}):
+                raise PipelineConfigError(f"config key 'tune.space.{method}.{option}': also set in "
+                                          f"'method_options.{method}'; an option is either fixed or searched")
+        trial_options(space, 1, tune["seed"], method)  # the ranges, each error naming its key
+    for follower, source in tune["follow"].items():
+        if follower not in methods or source not in tune["space"]:
+            raise PipelineConfigError(f"config key 'tune.follow.{follower}': {follower!r} must be in 'methods' and "
+                                      f"{source!r} in 'tune.space' ({', '.join(tune['space'])})")
+    shared = sorted(set(tune["seeds"]) & set(config["seeds"]))
+    if shared:
+        raise PipelineConfigError(f"config key 'tune.seeds': {shared} also in 'seeds'; the trials' seeds must be apart "
+                                  "from the final runs', so the choice and the comparisons rest on different runs")
+
+
+def check_convergence():
+    """Config key `convergence`: each dataset block states its epochs, and the checks' keys are free."""
+    if not CONVERGENCE:
+        return
+    for dataset in config["datasets"]:
+        if epochs_of(dataset) is None:
+            raise PipelineConfigError(f"config key 'datasets.{dataset}.train.epochs': needed by 'convergence' "
+                                      "(the check trains factor x epochs)")
+        key = convergence_key(dataset)
+        if key in config["datasets"]:
+            raise PipelineConfigError(f"config key 'datasets.{key}': the name of {dataset!r}'s convergence check; "
+                                      "rename the block")
+
+
+def epochs_of(dataset):
+    """The epochs a dataset block trains (its `train.epochs`, else `run.train.epochs`), None if neither says."""
+    block = config["datasets"][dataset].get("train", {})
+    return block.get("epochs", config["run"].get("train", {}).get("epochs"))
+
+
+def convergence_key(dataset):
+    """``<dataset>.x<factor>``: the dataset key of the convergence check of ``dataset``."""
+    return f"{dataset}.x{CONVERGENCE['factor']}"
 
 
 def method_option_names(method):
@@ -140,8 +203,12 @@ def amp_off(settings):
 config.update(typed(dict(config)))
 amp_off(config.get("run"))
 validate(config, schema="../schemas/config.schema.yaml")
+TUNE = config.get("tune") or {}  # no tuning stage unless the config has a `tune` section
+CONVERGENCE = config.get("convergence") or {}  # no convergence check unless it has a `convergence` section
 check_cross_keys()
 SWEEP_METHOD = config["sweeps"]["method"]
+#: the dataset key of each convergence check -> the dataset it checks
+CONVERGENCE_OF = {convergence_key(d): d for d in config["datasets"]} if CONVERGENCE else {}
 
 
 # ----------------------------------------------------------------------------- path patterns
@@ -166,6 +233,10 @@ JTT_ERRORS = f"{JTT_DIR}/errors.csv"
 RUN_FILES = ["model.pt", "config.yaml", "epochs.csv"]
 EVAL_DIR = f"{RUN_DIR}/eval"
 EVAL_FILES = ["per_class.csv", "confusion.csv", "metrics.json"]
+EVAL_VAL_DIR = f"{RUN_DIR}/eval_val"  # a trial's (and the reference's) scores on the validation split
+EVAL_VAL_FILES = [f"eval_val/{name}" for name in ("per_class.csv", "metrics.json")]
+TUNE_DIR = f"{OUT}/tune/{{dataset}}"
+TUNE_CHOSEN = f"{TUNE_DIR}/chosen.yaml"
 TABLES = f"{OUT}/tables"
 TABLE_NAMES = ["per_class", "runs", "epochs", "groups"]
 FIGURES = f"{OUT}/figures"
@@ -234,7 +305,9 @@ REFERENCE = config["reference"]
 
 # ----------------------------------------------------------------------------- runs and their configs
 def runs():
-    """Every (dataset, method, variant, seed) of the config."""
+    """Every (dataset, method, variant, seed) of the config whose test results are tabled: each method
+    and sweep variant with every seed, and each method of the convergence checks with theirs (the
+    trials of the tuning stage are not: they are scored on validation only, `trial_runs`)."""
     out = []
     for dataset in config["datasets"]:
         for method in config["methods"]:
@@ -243,7 +316,47 @@ def runs():
         for variant in sweep_variants():
             for seed in config["seeds"]:
                 out.append(dict(dataset=dataset, method=SWEEP_METHOD, variant=variant, seed=seed))
+    for dataset in CONVERGENCE_OF:
+        for method in config["methods"]:
+            for seed in CONVERGENCE["seeds"]:
+                out.append(dict(dataset=dataset, method=method, variant=DEFAULT_VARIANT, seed=seed))
     return out
+
+
+def trial_runs(dataset):
+    """The runs the tuning stage scores on ``dataset``'s validation split: every trial of every searched
+    method and the reference (its validation accuracy ranks the classes), each with every tune seed."""
+    out = [dict(dataset=dataset, method=REFERENCE, variant=DEFAULT_VARIANT, seed=s) for s in TUNE["seeds"]]
+    for method in TUNE["space"]:
+        for i in range(TUNE["trials"]):
+            out += [dict(dataset=dataset, method=method, variant=trial_variant(i), seed=s) for s in TUNE["seeds"]]
+    return out
+
+
+def trial_files(wildcards):
+    """What the tune checkpoint of a dataset reads: each trial run's config and validation evaluation."""
+    return [f"{run_dir(**r)}/{f}" for r in trial_runs(wildcards.dataset) for f in [RUN_FILES[1], *EVAL_VAL_FILES]]
+
+
+def tuned_method(method):
+    """The searched method whose tuning sets ``method``'s options (itself, or the one it follows), or None."""
+    source = TUNE.get("follow", {}).get(method, method) if TUNE else None
+    return source if TUNE and source in TUNE["space"] else None
+
+
+def chosen_options(dataset, method):
+    """The options the tuning of ``dataset`` (of the dataset a convergence check is of) chose for
+    ``method``, those it takes; raises Snakemake's IncompleteCheckpointException until tune has run."""
+    source = tuned_method(method)
+    chosen = checkpoints.tune.get(dataset=CONVERGENCE_OF.get(dataset, dataset)).output.chosen
+    options = yaml.safe_load(Path(chosen).read_text(encoding="utf-8"))["methods"][source]
+    takes = method_option_names(method)
+    return {key: value for key, value in options.items() if key in takes}
+
+
+def tuned_inputs(wildcards=None):
+    """The chosen options of every dataset when the config tunes (what a run folder's name needs)."""
+    return [TUNE_CHOSEN.format(dataset=d) for d in config["datasets"]] if TUNE else []
 
 
 def merged(base, update):
@@ -255,7 +368,11 @@ def merged(base, update):
 
 
 def dataset_block(dataset):
-    """The config's block of a target's dataset; a `PipelineConfigError` naming the key when there is none."""
+    """The config's block of a target's dataset (a convergence check's: its dataset's block with factor x
+    the epochs); a `PipelineConfigError` naming the key when there is none."""
+    if dataset in CONVERGENCE_OF:
+        base = CONVERGENCE_OF[dataset]
+        return merged(config["datasets"][base], {"train": {"epochs": CONVERGENCE["factor"] * epochs_of(base)}})
     if dataset not in config["datasets"]:
         raise PipelineConfigError(
             f"the target's dataset {dataset!r} is not in config key 'datasets' "
@@ -273,7 +390,19 @@ def run_config(dataset, method, variant, seed):
     cfg = merged(cfg, {"model": config["method_model"].get(method, {})})  # the method's own model settings
     options = copy.deepcopy(config["method_options"].get(method, {}))
     tags = {"variant": variant, "dataset_key": dataset}
-    if variant != DEFAULT_VARIANT:
+    if dataset in CONVERGENCE_OF:
+        tags["convergence_of"] = CONVERGENCE_OF[dataset]
+    if variant == DEFAULT_VARIANT and tuned_method(method):
+        options.update(chosen_options(dataset, method))
+        tags[TUNED_TAG] = True
+    elif trial_index(variant) is not None and TUNE and method in TUNE["space"]:
+        index = trial_index(variant)
+        if index >= TUNE["trials"] or dataset not in config["datasets"]:
+            raise PipelineConfigError(f"the target's trial {dataset}/{method}/{variant} is not one of config key "
+                                      f"'tune' (trials 0..{TUNE['trials'] - 1} of the datasets' blocks)")
+        options.update(trial_options(TUNE["space"][method], TUNE["trials"], TUNE["seed"], method)[index])
+        tags[TRIAL_TAG], tags["searched"] = index, sorted(TUNE["space"][method])
+    elif variant != DEFAULT_VARIANT:
         if variant not in sweep_variants():
             raise PipelineConfigError(
                 f"the target's variant {variant!r} is neither {DEFAULT_VARIANT!r} nor one of config "
@@ -367,8 +496,9 @@ def all_run_dirs():
     return [run_dir(**r) for r in runs()]
 
 
-def all_run_files():
-    """Every declared output of training and evaluation, for the aggregate step."""
+def all_run_files(wildcards=None):
+    """Every declared output of training and evaluation, for the aggregate step (an input function:
+    with a tuning stage the folders' names wait for its choice)."""
     return [f"{d}/{f}" for d in all_run_dirs() for f in RUN_FILES[1:] + [f"eval/{e}" for e in EVAL_FILES]]
 
 

@@ -67,7 +67,10 @@ rule pipeline_config:
 
 rule run_folders:
     """The run folder of every run of the config (dataset, method, variant, seed, folder relative to
-    the output root): `snakemake --cores 1 run_folders [--configfile ...] [--config ...]`."""
+    the output root): `snakemake --cores 1 run_folders [--configfile ...] [--config ...]`. With a tuning
+    stage the final runs' folders are named after its choice, so it runs first."""
+    input:
+        tuned_inputs,
     output:
         RUN_FOLDERS,
     log:
@@ -76,6 +79,6 @@ rule run_folders:
     conda:
         ENV_RESULTS
     params:
-        table=run_folders_table(),
+        table=lambda wildcards: run_folders_table(),
     shell:
         "printf '%s\\n' {params.table:q} > {output:q} 2> {log:q}"

@@ -5,7 +5,7 @@
 rule aggregate:
     """All runs -> tidy tables (a row per run and class, per run, per epoch) and the groups."""
     input:
-        all_run_files(),
+        all_run_files,
     output:
         expand(f"{TABLES}/{{name}}.csv", name=TABLE_NAMES),
     log:

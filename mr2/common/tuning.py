@@ -1,0 +1,62 @@
+"""The tuning stage's trials: a seeded random search over stated ranges, the same budget per method.
+
+Standard library only: the workflow draws the trials when it reads its config (no torch, no data),
+and every session and machine draws the same ones. A trial is a run like any other: its options are
+written into its run config, its variant is ``trial<i>`` and it is scored on the validation split
+(``mr2 evaluate --split val``); the test set is never read for it.
+
+  trial_options   the options of every trial of one method (log-uniform draws, 3 significant digits)
+  trial_variant   ``trial3``: the variant name of trial 3; ``trial_index`` reads it back
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+
+TRIAL_PREFIX = "trial"
+_TRIAL = re.compile(rf"^{TRIAL_PREFIX}([0-9]+)\Z")
+#: the tags a run config carries when its options were chosen by tuning, and a trial's index
+TUNED_TAG, TRIAL_TAG = "tuned", "trial"
+
+
+def trial_variant(index: int) -> str:
+    """``trial<index>``: the variant of a method's trial ``index`` (0-based)."""
+    return f"{TRIAL_PREFIX}{int(index)}"
+
+
+def trial_index(variant: str) -> int | None:
+    """The index of a trial variant (``trial3`` -> 3); None for any other variant."""
+    found = _TRIAL.match(str(variant))
+    return int(found.group(1)) if found else None
+
+
+def significant(value: float, digits: int = 3) -> float:
+    """``value`` rounded to ``digits`` significant digits (0.0123456 -> 0.0123): readable option values."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, digits - 1 - math.floor(math.log10(abs(value))))
+
+
+def trial_options(space: dict[str, list[float]], trials: int, seed: int, method: str) -> list[dict[str, float]]:
+    """The options of ``trials`` trials of ``method``: for every option ``name: [low, high]`` of
+    ``space`` an independent log-uniform draw exp(U(ln low, ln high)), rounded to 3 significant digits.
+
+    The draws of one method come from ``random.Random("<seed>:<method>")`` (string seeds are hashed
+    with SHA-512 by the standard library, the same on every machine), option by option in sorted
+    order, so adding a method or an option to the config never changes another method's trials.
+    A ``ValueError`` names a range that is not 0 < low <= high."""
+    for name, bounds in space.items():
+        if (not isinstance(bounds, (list, tuple)) or len(bounds) != 2
+                or not all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
+                or not 0 < bounds[0] <= bounds[1]):
+            raise ValueError(f"config key 'tune.space.{method}.{name}': a range [low, high] with 0 < low <= high, "
+                             f"got {bounds!r}")
+    rng = random.Random(f"{int(seed)}:{method}")
+    out: list[dict[str, float]] = [{} for _ in range(trials)]
+    for name in sorted(space):
+        low, high = (math.log(float(b)) for b in space[name])
+        for options in out:
+            options[name] = significant(math.exp(rng.uniform(low, high)))
+    return out

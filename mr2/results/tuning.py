@@ -1,0 +1,209 @@
+"""The tuning stage's decision: each trial's validation scores, the options chosen by the criterion the
+config states before anything runs, and the expected best score against the number of trials.
+
+Reads what ``mr2 evaluate --split val`` wrote for every trial and for the reference's runs at the
+trials' seeds (``<run>/eval_val/``): validation data only, never the test set.
+
+  trial_table    a row per trial: its searched options and validation accuracy (all, easy, medium, hard,
+                 worst, top-1; mean over its seeds), easy/medium/hard being thirds of the classes ranked
+                 by the reference's validation accuracy
+  choose         per method, the trial that maximises the criterion (ties: the other metric, then the
+                 lower trial index), and the one the other criterion would have picked
+  expected_max   the expected best score of n trials drawn without replacement from the N run
+                 (Tang et al. 2020's unbiased estimator)
+  budget_table   expected_max for n = 1..N, per dataset and method
+  write_tuning   tuning.csv, chosen.yaml, budget.csv and the figure tuning.{png,pdf}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import yaml  # noqa: E402
+
+from ..common.io import save_csv, save_text  # noqa: E402
+from ..common.runs import DEFAULT_VARIANT  # noqa: E402
+from ..common.tuning import trial_index  # noqa: E402
+from .groups import difficulty_table  # noqa: E402
+from .plotting import _panels, display_name, method_colour, save_figure  # noqa: E402
+from .tables import per_run_metrics  # noqa: E402
+
+#: criterion -> (the validation metric maximised, the tie-break); the config key ``tune.criterion``
+CRITERIA = {"hard": ("hard", "all"), "all": ("all", "hard")}
+SCORES = ["all", "easy", "medium", "hard", "worst", "top1"]
+SEARCHED = "config.tags.searched"  # the options a trial's search drew (a JSON list in its run config's tags)
+OPTION = "config.method.options."
+
+
+def trial_table(per_class: pd.DataFrame, runs: pd.DataFrame, reference: str = "erm",
+                reference_variant: str = DEFAULT_VARIANT) -> pd.DataFrame:
+    """A row per dataset × method × trial variant: ``trial`` (its index), ``options`` (JSON of the
+    searched options and their values), n_seeds and each of ``SCORES`` in percent, mean over the
+    trial's seeds. Easy/medium/hard: thirds of the classes ranked by the reference's (default
+    variant's) validation accuracy, mean over its seeds (``difficulty_table``). Runs that are no
+    trial (the reference's) give no row. A trial without the searched-options tag is an error naming it."""
+    groups = difficulty_table(per_class, reference, reference_variant)
+    scores = per_run_metrics(per_class, runs, groups)
+    keys = ["dataset", "method", "variant"]
+    scores = scores[scores["variant"].map(trial_index).notna()]
+    if scores.empty:
+        return pd.DataFrame(columns=[*keys, "trial", "options", "n_seeds", *SCORES])
+    info = runs.drop_duplicates(keys).set_index(keys)
+    rows = []
+    for (dataset, method, variant), frame in scores.groupby(keys, sort=False):
+        run = info.loc[(dataset, method, variant)]
+        if SEARCHED not in run or not isinstance(run[SEARCHED], str):
+            raise ValueError(f"trial {dataset}/{method}/{variant} has no searched options "
+                             f"({SEARCHED}) in its run config; run it from a config with a 'tune' section")
+        searched = json.loads(run[SEARCHED])
+        options = {name: run[OPTION + name] for name in searched}
+        row = {"dataset": dataset, "method": method, "variant": variant, "trial": trial_index(variant),
+               "options": json.dumps(options, sort_keys=True), "n_seeds": len(frame)}
+        row.update({m: 100 * frame[m].mean() for m in SCORES if m in frame})
+        rows.append(row)
+    return pd.DataFrame(rows).sort_values(["dataset", "method", "trial"], kind="stable").reset_index(drop=True)
+
+
+def choose(trials: pd.DataFrame, criterion: str = "hard") -> pd.DataFrame:
+    """``trials`` with columns ``rank`` (1 = chosen by ``criterion``: its metric highest, ties by the
+    other metric of ``CRITERIA``, then by the lower trial index), ``chosen`` (rank 1),
+    ``rank_other`` and ``chosen_other`` (the same under the other criterion), per dataset and method."""
+    if criterion not in CRITERIA:
+        raise ValueError(f"config key 'tune.criterion': one of {sorted(CRITERIA)}, got {criterion!r}")
+    other = next(c for c in CRITERIA if c != criterion)
+    out = trials.copy()
+    for name, crit in (("rank", criterion), ("rank_other", other)):
+        first, second = CRITERIA[crit]
+        order = out.sort_values(["dataset", "method", first, second, "trial"],
+                                ascending=[True, True, False, False, True], kind="stable")
+        out[name] = order.groupby(["dataset", "method"], sort=False).cumcount().add(1).reindex(out.index)
+    out["chosen"], out["chosen_other"] = out["rank"].eq(1), out["rank_other"].eq(1)
+    return out
+
+
+def expected_max(values, n: int) -> float:
+    """The expected maximum of ``n`` values drawn without replacement from the N ``values``
+    (Tang, Kim, Xu, Yu, Gimpel, Livescu, "Showing your work doesn't always work", ACL 2020, unbiased
+    estimator): with v_(1) ≤ … ≤ v_(N) sorted,
+
+        E[max_n] = Σ_{i=n}^{N} C(i−1, n−1) / C(N, n) · v_(i)
+
+    (v_(i) is the maximum of a draw exactly when it holds v_(i) and n − 1 of the i − 1 smaller ones).
+    n = 1 gives the mean, n = N the maximum. NaN values are left out; n outside 1..N is an error."""
+    v = np.sort(np.asarray([x for x in values if not math.isnan(float(x))], dtype=float))
+    big_n = len(v)
+    if not 1 <= n <= big_n:
+        raise ValueError(f"expected_max: n must be in 1..{big_n}, got {n}")
+    weights = np.array([math.comb(i - 1, n - 1) for i in range(1, big_n + 1)], dtype=float) / math.comb(big_n, n)
+    return float(weights @ v)
+
+
+def budget_table(trials: pd.DataFrame, criterion: str = "hard") -> pd.DataFrame:
+    """Per dataset, method and budget n = 1..N (N its trials): the expected best validation score of
+    the criterion's metric (``expected_max``) and of the other criterion's (``expected_max_other``)."""
+    first = CRITERIA[criterion][0]
+    other = CRITERIA[next(c for c in CRITERIA if c != criterion)][0]
+    rows = []
+    for (dataset, method), frame in trials.groupby(["dataset", "method"], sort=False):
+        for n in range(1, len(frame) + 1):
+            rows.append({"dataset": dataset, "method": method, "n": n, "metric": first,
+                         "expected_max": expected_max(frame[first], n),
+                         "metric_other": other, "expected_max_other": expected_max(frame[other], n)})
+    return pd.DataFrame(rows, columns=["dataset", "method", "n", "metric", "expected_max", "metric_other",
+                                       "expected_max_other"])
+
+
+def chosen_options(trials: pd.DataFrame, column: str = "chosen") -> dict[str, dict[str, dict]]:
+    """{dataset: {method: options}} of the trials marked in ``column``."""
+    out: dict[str, dict[str, dict]] = {}
+    for _, r in trials[trials[column]].iterrows():
+        out.setdefault(r["dataset"], {})[r["method"]] = json.loads(r["options"])
+    return out
+
+
+def reference_scores(per_class: pd.DataFrame, runs: pd.DataFrame, reference: str = "erm",
+                     reference_variant: str = DEFAULT_VARIANT) -> pd.DataFrame:
+    """The reference's validation scores per dataset (percent, mean over its seeds), on the same groups."""
+    groups = difficulty_table(per_class, reference, reference_variant)
+    scores = per_run_metrics(per_class, runs, groups)
+    scores = scores[scores["method"].eq(reference) & scores["variant"].eq(reference_variant)]
+    return (scores.groupby("dataset", sort=False)[[m for m in SCORES if m in scores]].mean() * 100).reset_index()
+
+
+def plot_budget(budget: pd.DataFrame, reference: pd.DataFrame, reference_name: str, stem: str | Path) -> list[Path]:
+    """One panel per dataset: the expected best validation score of each method against the number
+    of trials (``budget_table``), the reference's validation score as a dashed line."""
+    datasets = list(budget["dataset"].unique())
+    fig, axes = _panels(max(1, len(datasets)))
+    for ax, dataset in zip(axes.flat, datasets):
+        here = budget[budget["dataset"] == dataset]
+        metric = here["metric"].iloc[0]
+        for method, frame in here.groupby("method", sort=False):
+            ax.plot(frame["n"], frame["expected_max"], marker="o", color=method_colour(method),
+                    label=display_name(method))
+        ref = reference[reference["dataset"] == dataset]
+        if len(ref) and metric in ref:
+            ax.axhline(float(ref[metric].iloc[0]), color="grey", linestyle="--", label=f"{reference_name} (untuned)")
+        ax.set_title(dataset)
+        ax.set_xlabel("trials")
+        ax.set_ylabel(f"expected best validation accuracy, {metric} classes (%)")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(fontsize="small")
+    return save_figure(fig, stem)
+
+
+def tuning_markdown(trials: pd.DataFrame, criterion: str, reference: pd.DataFrame, reference_name: str) -> str:
+    """The tuning's summary: per dataset and method the chosen options and their validation scores,
+    and what the other criterion would have picked."""
+    first, second = CRITERIA[criterion]
+    lines = ["| Dataset | Method | Trials | Chosen options | Validation " + first + " | Validation " + second
+             + " | Other criterion (" + CRITERIA[next(c for c in CRITERIA if c != criterion)][0] + ") would pick |",
+             "|---|---|---:|---|---:|---:|---|"]
+    for (dataset, method), frame in trials.groupby(["dataset", "method"], sort=False):
+        pick, alt = frame[frame["chosen"]].iloc[0], frame[frame["chosen_other"]].iloc[0]
+        same = "the same" if pick["trial"] == alt["trial"] else _options_text(alt["options"])
+        lines.append(f"| {dataset} | {method} | {len(frame)} | {_options_text(pick['options'])} | "
+                     f"{pick[first]:.1f} | {pick[second]:.1f} | {same} |")
+    ref = "; ".join(f"{r['dataset']}: {first} {r[first]:.1f}, {second} {r[second]:.1f}" for _, r in reference.iterrows())
+    return ("\n".join(lines) + f"\n\nValidation accuracy in %, mean over the trial's seeds; {reference_name} "
+            f"(not tuned) on the same split: {ref}. Criterion: validation accuracy of the {first} classes "
+            f"(thirds ranked by {reference_name}'s validation accuracy), ties by the {second} classes.\n")
+
+
+def _options_text(options: str) -> str:
+    return ", ".join(f"{k} = {v:g}" if isinstance(v, (int, float)) else f"{k} = {v}"
+                     for k, v in json.loads(options).items()) or "its defaults"
+
+
+def write_tuning(per_class: pd.DataFrame, runs: pd.DataFrame, out_dir: str | Path, criterion: str = "hard",
+                 reference: str = "erm") -> dict[str, dict]:
+    """``<out_dir>/tuning.csv`` (every trial, its options, validation scores and ranks), ``chosen.yaml``
+    (the criterion, and per method the options it chose and those the other criterion would have),
+    ``budget.csv``, ``tuning.md`` and the figure ``tuning.{png,pdf}``; returns the chosen options
+    of the (single) dataset."""
+    out = Path(out_dir)
+    trials = choose(trial_table(per_class, runs, reference), criterion)
+    if trials.empty:
+        raise ValueError("tune: no trial among the runs given (variants trial<i> evaluated on the validation split)")
+    budget = budget_table(trials, criterion)
+    ref = reference_scores(per_class, runs, reference)
+    save_csv(trials, out / "tuning.csv")
+    save_csv(budget, out / "budget.csv")
+    save_text(tuning_markdown(trials, criterion, ref, reference), out / "tuning.md")
+    chosen, other = chosen_options(trials), chosen_options(trials, "chosen_other")
+    datasets = list(chosen)
+    if len(datasets) != 1:
+        raise ValueError(f"tune: the trials given belong to {len(datasets)} datasets ({datasets}); tune one at a time")
+    record = {"dataset": datasets[0], "criterion": criterion, "reference": reference,
+              "methods": chosen[datasets[0]], "other_criterion": other.get(datasets[0], {})}
+    save_text(yaml.safe_dump(record, sort_keys=True), out / "chosen.yaml")
+    plot_budget(budget, ref, reference, out / "tuning")
+    return record

@@ -1,0 +1,57 @@
+# The tuning stage (config key `tune`): every trial of every searched method and the reference's runs at
+# the trials' seeds are trained like any run and scored on the validation split only; `tune` (a
+# checkpoint: the final runs' folders are named after its choice) writes the chosen options that the
+# final runs of the config then train with (common.smk, `chosen_options`).
+
+
+rule evaluate_val:
+    """Validation-split evaluation of one run (a trial, or the reference at a trial seed): never the test set."""
+    input:
+        data=data_of_run,
+        model=f"{RUN_DIR}/model.pt",
+    output:
+        expand(f"{RUN_DIR}/{{file}}", file=EVAL_VAL_FILES, allow_missing=True),
+    log:
+        log_of("evaluate_val", RUN_KEY),
+    conda:
+        ENV_TORCH
+    threads: config["threads"]
+    resources:
+        **gpu_resources(one_process=True),
+    params:
+        repo=REPO,
+        run=lambda wildcards, input: folder_of(input.model),
+        out=lambda wildcards, output: folder_of(output[0]),
+        device=lambda wildcards, output: device_args(
+            locks_of(output[0], f"{RUN_DIR}/{EVAL_VAL_FILES[0]}", wildcards), one_process=True
+        ),
+    shell:
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 evaluate --split val --run {params.run:q} --data {input.data:q}"
+        " --out {params.out:q} {params.device:q} --threads {threads} > {log:q} 2>&1"
+
+
+checkpoint tune:
+    """The options of each searched method that maximise the config's criterion on validation, every
+    trial's scores (tuning.csv), the expected best score against the budget (budget.csv, tuning.png)."""
+    input:
+        trial_files,
+    output:
+        chosen=TUNE_CHOSEN,
+        trials=f"{TUNE_DIR}/tuning.csv",
+        budget=f"{TUNE_DIR}/budget.csv",
+        md=f"{TUNE_DIR}/tuning.md",
+        png=f"{TUNE_DIR}/tuning.png",
+    log:
+        log_of("tune", "{dataset}"),
+    localrule: True
+    conda:
+        ENV_RESULTS
+    params:
+        repo=REPO,
+        runs=lambda wildcards, input: run_dirs_of(input),
+        reference=REFERENCE,
+        criterion=TUNE.get("criterion", "hard"),
+        out=lambda wildcards, output: folder_of(output.chosen),
+    shell:
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 tune --runs {params.runs:q} --reference {params.reference:q}"
+        " --criterion {params.criterion:q} --out {params.out:q} > {log:q} 2>&1"
