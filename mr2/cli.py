@@ -111,6 +111,8 @@ def parser() -> argparse.ArgumentParser:
                                      "the paired comparisons (comparisons.csv) and the settings (settings.csv)")
     p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
     p.add_argument("--reference", default="erm", help="the method the paired differences are taken against")
+    p.add_argument("--tolerance", type=float, default=1.0, metavar="POINTS",
+                   help="a method is at convergence when factor x its epochs gains at most this much (default: 1.0)")
     effect_option(p)
     p = sub.add_parser("figures", help="the report's figures from the tidy tables")
     p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
@@ -280,7 +282,11 @@ def results_step(args) -> None:
         comparisons = results.comparisons_table(t["per_class"], t["runs"], t["groups"], reference=args.reference,
                                                 effect_of_interest=args.effect_of_interest)
         save_csv(comparisons, Path(args.tables) / "comparisons.csv")
-        save_csv(settings_table(t["runs"]), Path(args.tables) / "settings.csv")
+        from .results.convergence import convergence_table
+
+        convergence = convergence_table(t["per_class"], t["runs"], t["groups"], tolerance=args.tolerance)
+        save_csv(convergence, Path(args.tables) / "convergence.csv")
+        save_csv(settings_table(t["runs"], convergence), Path(args.tables) / "settings.csv")
         print(f"[table] {len(table)} rows -> {args.tables}/results.md; {len(comparisons)} comparisons")
     elif args.step == "figures":
         from .results.figures import make_figures

@@ -246,10 +246,12 @@ def test_results_table_comparisons_at_two_seeds_another_level_and_effect_of_inte
 
 
 # ----------------------------------------------------------------------------- the verdict table's rules
-def comparison(method, against, metric, word, diff=0.0):
+def comparison(method, against, metric, word, diff=0.0, eq_lo=None):
+    """A comparisons-table row; its two one-sided tests' interval is diff ± 0.8 unless ``eq_lo`` is given."""
     return {"dataset": "d", "method": method, "variant": "default", "against": against, "against_variant": "default",
             "kind": "", "metric": metric, "n_paired": 3, "diff": diff, "diff_sd": 1.0, "diff_lo": diff - 1,
-            "diff_hi": diff + 1, "mde": 1.0, "effect_of_interest": 1.0, "word": word}
+            "diff_hi": diff + 1, "mde": 1.0, "effect_of_interest": 1.0,
+            "eq_lo": diff - 0.8 if eq_lo is None else eq_lo, "eq_hi": diff + 0.8, "word": word}
 
 
 def cells(rows, methods):
@@ -277,6 +279,20 @@ def test_the_decision_rules_of_each_part():
     rows[0] = comparison("mr2", "erm", "hard", "no clear difference")
     rows[2] = comparison("mr2", "erm", "all", "undetermined (too few seeds for an interval)")
     assert cells(rows, methods)["hard_up"] == "not shown" and cells(rows, methods)["overall_up"] == "underpowered"
+    # equivalence: a hard-class gain of the effect of interest excluded; an easy-class loss excluded
+    rows[0] = comparison("mr2", "erm", "hard", "equivalent")
+    rows[1] = comparison("mr2", "erm", "easy", "equivalent")
+    rows[3] = comparison("mr2_uniform", "mr2", "hard", "equivalent")
+    rows[4] = comparison("mr2_no_rep", "mr2", "hard", "lower")
+    got = cells(rows, methods)
+    assert got["hard_up"] == "equivalent" and got["easy_not_down"] == "supported" and got["ablations_below"] == "equivalent"
+    # easy classes not down without equivalence: supported by non-inferiority alone (90 % lower end above −1)
+    rows[1] = comparison("mr2", "erm", "easy", "no clear difference", 0.5, eq_lo=-0.9)
+    assert cells(rows, methods)["easy_not_down"] == "supported"
+    rows[1] = comparison("mr2", "erm", "easy", "underpowered", 0.5, eq_lo=-1.1)
+    assert cells(rows, methods)["easy_not_down"] == "underpowered"
+    rows[1] = comparison("mr2", "erm", "easy", "no clear difference", 0.0, eq_lo=-1.5)
+    assert cells(rows, methods)["easy_not_down"] == "not shown"
 
 
 def test_parts_not_run_and_not_computed():
@@ -317,13 +333,13 @@ def test_the_readme_verdict_block_comes_from_the_snapshots(tmp_path):
     tables = write_snapshot(tmp_path / "a", pc)
     assert {"comparisons.csv", "settings.csv"} <= {p.name for p in tables.iterdir()}
     readme = tmp_path / "README.md"
-    readme.write_text(f"top\n{V.BEGIN}\nold\n{V.END}\n<!-- results:a -->\n<!-- /results:a -->\nend\n")
+    readme.write_text(f"top\n{V.BEGIN}\nSTALE-BLOCK\n{V.END}\n<!-- results:a -->\n<!-- /results:a -->\nend\n")
     update_readme(tables, "a", readme, tmp_path, config="config/three.yaml")
     snap = tmp_path / "docs" / "results"
     assert (snap / "a" / "comparisons.csv").is_file()
     assert pd.read_csv(snap / "a" / "settings.csv")["config"].tolist() == ["config/three.yaml"]
     block = V.readme_verdicts(readme.read_text())
-    assert block == V.verdict_markdown(V.snapshot_verdicts(snap)).strip("\n") and "old" not in readme.read_text()
+    assert block == V.verdict_markdown(V.snapshot_verdicts(snap)).strip("\n") and "STALE-BLOCK" not in readme.read_text()
     row = V.snapshot_verdicts(snap).iloc[0]
     assert (row["hard_up"], row["ablations_below"], row["above_baselines"]) == ("supported", "supported", "supported")
     assert row["regime"] == "600/class × 6 ep" and row["model"] == "mlp" and "config/three.yaml" in block
@@ -351,7 +367,12 @@ def test_snapshot_verdicts_read_every_snapshot_folder_in_order(tmp_path):
     table = V.snapshot_verdicts(root)
     assert list(table["snapshot"]) == ["a", "b"] and list(table.index) == [0, 1]
     assert list(table.columns) == ["dataset", "data", "model", "regime",
-                                   *[c for part in V.PARTS for c in (part, f"{part}_detail")], "snapshot", "config"]
+                                   *[c for part in V.PARTS for c in (part, f"{part}_detail")],
+                                   "seeds", "tuned", "reason", "eligible", "snapshot", "config"]
+    # 3 seeds and no convergence check: no verdict word, and the reason says both
+    n = pc["seed"].nunique()
+    assert not table["eligible"].any() and table.loc[0, "seeds"] == n
+    assert table.loc[0, "reason"] == f"{n} paired seeds (a verdict needs 10); convergence not checked"
     assert list(table["config"]) == ["config/three.yaml", "b"]  # settings.csv's config, else the folder's name
     assert table.loc[0, "model"] == "" and table.loc[0, "regime"] == "600/class × 6 ep"  # an empty cell stays empty
     for part in ("hard_up", "easy_not_down", "overall_up"):  # from the reference comparisons: the same in both
@@ -454,7 +475,16 @@ def test_small_cells_of_the_verdict_table():
     assert V.baselines_cell({"ldam": ("supported", "vs ldam: +1")}) == ("supported", "vs ldam: +1")  # one: no counts
     for none in (None, pd.DataFrame(columns=["dataset"])):
         empty = V.settings_table(none)
-        assert empty.empty and list(empty.columns) == ["dataset", "data", "model", "regime"]
+        assert empty.empty and list(empty.columns) == ["dataset", "data", "model", "regime", "seeds", "tuned",
+                                                       "check_of", "converged", "convergence"]
+    assert V.no_verdict_reason(16, True, "all 4 methods within 1 point") == ""
+    assert V.no_verdict_reason(9, True, "") == "9 paired seeds (a verdict needs 10)"
+    assert V.no_verdict_reason(16, False, "not at convergence: mr2 (all +0.2, hard +1.4)") == \
+        "not at convergence: mr2 (all +0.2, hard +1.4)"
+    assert V.no_verdict_reason(16, None, "") == "convergence not checked"
+    assert V.shown_word("equivalent") == "equivalent (no effect ≥ 1 point)"
+    assert V.shown_word("equivalent", 0.5) == "equivalent (no effect ≥ 0.5 points)"
+    assert V.shown_word("supported") == "supported"
 
 
 # ----------------------------------------------------------------------------- report sentences, figure
@@ -627,7 +657,8 @@ def verdict_rows():
     rows = []
     for dataset, data, model, details in (("fmnist", "fmnist", "resnet32", ("+1.0 [+0.5, +1.5]", "", math.nan, "x", "y")),
                                           ("d2", math.nan, "cnn", ("a", "b", "c", "", math.nan))):
-        row = {"dataset": dataset, "data": data, "model": model, **words}
+        row = {"dataset": dataset, "data": data, "model": model, **words, "seeds": 12, "tuned": "mr2", "eligible": True,
+               "reason": ""}
         row.update({f"{part}_detail": d for part, d in zip(words, details)})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -637,21 +668,39 @@ def test_verdict_markdown_rows_by_hand_without_snapshots():
     """No regime column, a data name equal to the dataset or missing: the setting names only what
     differs; an empty or missing detail leaves the word alone."""
     lines = V.verdict_markdown(verdict_rows()).splitlines()
-    assert lines[0] == ("| Setting | Hard classes up | Easy classes not down | Overall up | Each ablation below full MR² "
-                        "| MR² above the baselines (hard up, easy not down) |")
-    assert lines[1] == "|---|---|---|---|---|---|"
-    assert lines[2] == ("| fmnist, resnet32 | **yes** +1.0 [+0.5, +1.5] | **no** | **not run** | **underpowered** x "
+    assert lines[0] == ("| Setting | Seeds | Tuned | Hard classes up | Easy classes not down | Overall up | Each ablation "
+                        "below full MR² | MR² above the baselines (hard up, easy not down) |")
+    assert lines[1] == "|---|---|---|---|---|---|---|---|"
+    assert lines[2] == ("| fmnist, resnet32 | 12 | mr2 | **yes** +1.0 [+0.5, +1.5] | **no** | **not run** | **underpowered** x "
                         "| **no** y |")
-    assert lines[3] == "| d2, cnn | **yes** a | **no** b | **not run** c | **underpowered** | **no** |"
+    assert lines[3] == "| d2, cnn | 12 | mr2 | **yes** a | **no** b | **not run** c | **underpowered** | **no** |"
     assert lines[4] == "" and lines[5].startswith("Each cell: the word the part of the paper's claim earns")
+    assert len(lines) == 6  # every row earns words: no second table
+
+
+def test_verdict_markdown_moves_settings_without_a_verdict_to_the_sensitivity_table():
+    table = verdict_rows()
+    table.loc[1, ["eligible", "reason", "seeds"]] = [False, "3 paired seeds (a verdict needs 10)", 3]
+    table.loc[0, "hard_up"] = "equivalent"
+    lines = V.verdict_markdown(table).splitlines()
+    assert lines[2].startswith("| fmnist, resnet32 | 12 | mr2 | **equivalent (no effect ≥ 1 point)** +1.0 [+0.5, +1.5] |")
+    assert not any(line.startswith("| d2") for line in lines[:4])
+    second = lines.index(next(line for line in lines if line.startswith("Settings without a verdict word")))
+    assert lines[second + 2].startswith("| Setting | Seeds | Why no verdict | Hard classes up |")
+    # the Δs stand without a word; a part not run says so
+    assert lines[second + 4] == "| d2, cnn | 3 | 3 paired seeds (a verdict needs 10) | a | b | not run |  |  |"
+    # no eligible setting: the first table says so
+    table["eligible"] = False
+    assert "no setting yet has ≥ 10 seeds" in V.verdict_markdown(table).splitlines()[2]
 
 
 def test_verdict_markdown_names_the_snapshot_and_its_config_when_they_differ():
     table = verdict_rows().assign(snapshot=["fm", "d2"], config=["fm", "config/d2.yaml"], regime=["capped", ""])
     lines = V.verdict_markdown(table).splitlines()
-    assert lines[0].startswith("| Snapshot | Setting | Hard classes up |") and lines[1] == "|" + "|".join(["---"] * 7) + "|"
-    assert lines[2].startswith("| fm | fmnist, resnet32, capped | **yes** +1.0")
-    assert lines[3].startswith("| d2 (config/d2.yaml) | d2, cnn | **yes** a |")
+    assert lines[0].startswith("| Snapshot | Setting | Seeds | Tuned | Hard classes up |")
+    assert lines[1] == "|" + "|".join(["---"] * 9) + "|"
+    assert lines[2].startswith("| fm | fmnist, resnet32, capped | 12 | mr2 | **yes** +1.0")
+    assert lines[3].startswith("| d2 (config/d2.yaml) | d2, cnn | 12 | mr2 | **yes** a |")
 
 
 def test_verdict_markdown_of_no_setting():

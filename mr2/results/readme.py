@@ -36,8 +36,17 @@ from .verdicts import update_verdicts
 
 SNAPSHOTS = Path("docs") / "results"
 #: the files of a snapshot: the results table (required) and, when the run wrote them, its paired
-#: comparisons and settings
-REQUIRED, OPTIONAL = ("results.csv", "results.md"), ("comparisons.csv", "settings.csv")
+#: comparisons, settings and convergence checks, and the per-seed evidence every number is
+#: recomputed from (``EVIDENCE``)
+REQUIRED, OPTIONAL = ("results.csv", "results.md"), ("comparisons.csv", "settings.csv", "convergence.csv")
+#: the per-seed, per-class tables a snapshot keeps, with the columns a reader needs to recompute any
+#: interval, ρ or group number: each run's keys, its per-class test accuracy and the premise's per-class
+#: statistics (γ_k, a_k, ‖μ̂_k‖², ‖ŝ_k‖², training set), and the easy/medium/hard groups
+EVIDENCE = {"per_class.csv": ["dataset", "method", "variant", "seed", "class", "class_name", "n_test", "accuracy",
+                              "gamma", "a", "mean_sq_norm", "spread"],
+            "groups.csv": ["dataset", "class", "group"]}
+#: what a tuning stage leaves beside the tables (``<tables>/../tune/<dataset>/``), kept under ``tune/<dataset>/``
+TUNE_FILES = ("tuning.csv", "chosen.yaml", "budget.csv", "tuning.md", "tuning.png")
 
 
 def markers(name: str, kind: str) -> tuple[str, str]:
@@ -122,6 +131,18 @@ def snapshot_markdown(csv: str | Path, reference: str = "erm") -> str:
     return results_markdown(pd.read_csv(csv), reference=reference)
 
 
+def keep_tuning(source: Path, target: Path) -> None:
+    """Copy each dataset's tuning record (``TUNE_FILES`` of ``<source>/<dataset>/``) to
+    ``<target>/<dataset>/``; a target left from an earlier snapshot goes when the run tuned nothing."""
+    if target.is_dir():
+        shutil.rmtree(target)
+    for dataset in sorted(p for p in source.iterdir() if p.is_dir()) if source.is_dir() else []:
+        (target / dataset.name).mkdir(parents=True, exist_ok=True)
+        for file in TUNE_FILES:
+            if (dataset / file).is_file():
+                shutil.copyfile(dataset / file, target / dataset.name / file)
+
+
 def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md", root: str | Path = ".",
                   config: str | None = None, sections: Sequence[str] = (), report: str | Path | None = None,
                   figures: Sequence[str] = ()) -> Path:
@@ -169,6 +190,13 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md
             shutil.copyfile(tables / file, folder / file)
         elif (folder / file).is_file():  # a stale file of an earlier snapshot
             (folder / file).unlink()
+    for file, columns in EVIDENCE.items():
+        if (tables / file).is_file():
+            frame = pd.read_csv(tables / file)
+            save_csv(frame[[c for c in columns if c in frame]], folder / file)
+        elif (folder / file).is_file():
+            (folder / file).unlink()
+    keep_tuning(tables.parent / "tune", folder / "tune")
     if (folder / "settings.csv").is_file():
         settings = pd.read_csv(folder / "settings.csv", keep_default_na=False)
         save_csv(settings.assign(config=config or name), folder / "settings.csv")

@@ -23,7 +23,7 @@ from .plotting import caption, display_name
 from .longtail import longtail_section
 from .premise_text import premise_section
 from .regimes import regime_section
-from .statistics import EFFECT_OF_INTEREST, UNDERPOWERED, comparison_word
+from .statistics import EFFECT_OF_INTEREST, EQUIVALENT, UNDERPOWERED, word_of
 from .tables import ABLATIONS, comparisons_table, paired, per_run_metrics
 from .verdicts import settings_table, verdict_markdown, verdict_table
 
@@ -43,10 +43,12 @@ TRADE_OFF = {
 #: ``TRADE_OFF`` does not name
 HARD_PHRASE = {"higher": "raises hard classes", "lower": "lowers hard classes",
                "no clear difference": "shows no clear change in hard classes",
-               UNDERPOWERED: "cannot show whether it changes hard classes (underpowered)"}
+               UNDERPOWERED: "cannot show whether it changes hard classes (underpowered)",
+               EQUIVALENT: "changes hard classes by less than the effect of interest (equivalent)"}
 EASY_PHRASE = {"higher": "raises easy classes", "lower": "lowers easy classes",
                "no clear difference": "does not lower easy classes",
-               UNDERPOWERED: "cannot show whether it lowers easy classes (underpowered)"}
+               UNDERPOWERED: "cannot show whether it lowers easy classes (underpowered)",
+               EQUIVALENT: "changes easy classes by less than the effect of interest (equivalent)"}
 
 
 def trade_off_kind(hard: str, easy: str) -> str:
@@ -69,8 +71,8 @@ def _fmt(d: dict[str, float]) -> str:
 
 
 def _word(d: dict[str, float], effect_of_interest: float) -> str:
-    """The word of one paired comparison (``comparison_word``)."""
-    return comparison_word(d["diff"], d["diff_lo"], d["diff_hi"], d.get("mde", math.nan), effect_of_interest)
+    """The word of one paired comparison (``word_of``; alone, not in a Holm family)."""
+    return word_of(d, effect_of_interest)
 
 
 #: the metrics of the sentences on MR², in their order, and how they are named there

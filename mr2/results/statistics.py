@@ -4,8 +4,10 @@ rank correlations across classes, and the words a finding earns from its interva
 One t-interval for the whole project (``t_interval``): the paired differences of the results table
 and the seed intervals of the premise analysis both use it. Every table, sentence and figure words
 its comparisons with ``comparison_word`` (a paired difference: higher / lower / no clear difference /
-underpowered, the last when the comparison could not have detected an effect of interest,
-``minimum_detectable_effect``), ``correlation_verdict`` (a correlation: "not shown" when its interval
+equivalent / underpowered: "equivalent" when the two one-sided tests put the effect inside ± the effect
+of interest, "underpowered" when the comparison could not have detected an effect of interest,
+``minimum_detectable_effect``, or rests on fewer than ``MIN_SEEDS`` seeds; Holm's correction
+``holm`` within a family of comparisons), ``correlation_verdict`` (a correlation: "not shown" when its interval
 contains 0, "uninformative" when it is as wide as [−1, +1]) and ``one_of_many`` (a few significant
 classes among many comparisons).
 """
@@ -26,6 +28,12 @@ POWER = 0.8  # the power at which the minimum detectable effect is stated
 #: ``effect_of_interest``; config/README.md gives the reason)
 EFFECT_OF_INTEREST = 1.0
 UNDERPOWERED = "underpowered"
+#: two one-sided tests at α = 1 − LEVEL each: the (1 − 2α) = 90 % interval inside ± the effect of interest
+EQUIVALENT = "equivalent"
+EQUIVALENCE_LEVEL = 1 - 2 * (1 - LEVEL)
+#: the fewest paired seeds whose sd a "no clear difference" may call powered (an sd from 3 seeds can be
+#: half or twice the true one), and that a verdict word may rest on
+MIN_SEEDS = 10
 
 
 def t_interval(values: Iterable[float], level: float = LEVEL) -> dict[str, float]:
@@ -48,9 +56,43 @@ def paired_difference(values: np.ndarray, reference: np.ndarray, level: float = 
     the sd and the MDE are NaN."""
     d = np.asarray(values, dtype=float) - np.asarray(reference, dtype=float)
     iv = t_interval(d, level)
+    eq = t_interval(d, 1 - 2 * (1 - level))  # the two one-sided tests' interval (90 % at level 95 %)
     sd = float(np.std(d[np.isfinite(d)], ddof=1)) if iv["n"] >= 2 else math.nan
     return {"diff": iv["mean"], "diff_lo": iv["lo"], "diff_hi": iv["hi"], "n_paired": len(d), "diff_sd": sd,
-            "mde": minimum_detectable_effect(sd, iv["n"], alpha=1 - level)}
+            "mde": minimum_detectable_effect(sd, iv["n"], alpha=1 - level), "eq_lo": eq["lo"], "eq_hi": eq["hi"],
+            "p_value": paired_p_value(iv["mean"], sd, iv["n"])}
+
+
+def paired_p_value(diff: float, sd: float, n: int) -> float:
+    """Two-sided p-value of the paired t-test of mean difference 0: 2·P(T > |d̄|/(sd/√n)), T ~ t(n − 1).
+    NaN with n < 2 or no sd; with sd = 0, 1 when d̄ = 0 and 0 otherwise."""
+    if n < 2 or not math.isfinite(sd):
+        return math.nan
+    if sd == 0:
+        return 1.0 if diff == 0 else 0.0
+    return float(2 * stats.t.sf(abs(diff) / (sd / math.sqrt(n)), n - 1))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values of one family of m tests: with p_(1) ≤ … ≤ p_(m) sorted,
+    p̃_(i) = max_{j ≤ i} min(1, (m − j + 1)·p_(j)); a test rejects at α when p̃ < α, which controls the
+    family-wise error rate at α. NaN p-values are left out of the family (and stay NaN)."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(len(p), math.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    m = len(ok)
+    order = ok[np.argsort(p[ok], kind="stable")]
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return out.tolist()
+
+
+def is_equivalent(eq_lo: float, eq_hi: float, effect_of_interest: float = EFFECT_OF_INTEREST) -> bool:
+    """Lakens' two one-sided tests at ± ``effect_of_interest``: both one-sided tests at α reject exactly
+    when the (1 − 2α) t-interval [eq_lo, eq_hi] lies inside (−δ, +δ). False without an interval."""
+    return bool(math.isfinite(eq_lo) and math.isfinite(eq_hi) and -effect_of_interest < eq_lo and eq_hi < effect_of_interest)
 
 
 @lru_cache(maxsize=None)
@@ -118,15 +160,35 @@ def verdict(diff: float, lo: float, hi: float) -> str:
 
 
 def comparison_word(diff: float, lo: float, hi: float, mde: float,
-                    effect_of_interest: float = EFFECT_OF_INTEREST) -> str:
-    """The one word a paired comparison earns: ``verdict`` (higher / lower / no clear difference /
-    undetermined), except that a "no clear difference" whose minimum detectable effect exceeds
-    ``effect_of_interest`` (or is undefined) reads "underpowered": the comparison could not have
-    seen a change of the size that matters, so it is no evidence of its absence."""
+                    effect_of_interest: float = EFFECT_OF_INTEREST, eq_lo: float = math.nan,
+                    eq_hi: float = math.nan, n_paired: int | None = None, p_adjusted: float | None = None,
+                    level: float = LEVEL) -> str:
+    """The one word a paired comparison earns:
+      1. ``verdict`` from the ``level`` interval: higher / lower / no clear difference / undetermined;
+         in a family of comparisons, higher or lower only when the Holm-adjusted p-value
+         ``p_adjusted`` (``holm``) is below 1 − ``level`` as well, else no clear difference;
+      2. a "no clear difference" whose two one-sided tests' interval [``eq_lo``, ``eq_hi``] lies inside
+         ± ``effect_of_interest`` reads "equivalent" (no effect ≥ the effect of interest);
+      3. any other "no clear difference" reads "underpowered" when its minimum detectable effect
+         exceeds ``effect_of_interest`` (or is undefined), or when it rests on fewer than
+         ``MIN_SEEDS`` paired seeds (an sd from few seeds cannot show power): it could have missed a
+         change of the size that matters, so it is no evidence of its absence."""
     word = verdict(diff, lo, hi)
-    if word == "no clear difference" and not (mde <= effect_of_interest):
+    if word in ("higher", "lower") and p_adjusted is not None and not p_adjusted < 1 - level:
+        word = "no clear difference"
+    if word != "no clear difference":
+        return word
+    if is_equivalent(eq_lo, eq_hi, effect_of_interest):
+        return EQUIVALENT
+    if not (mde <= effect_of_interest) or (n_paired is not None and n_paired < MIN_SEEDS):
         return UNDERPOWERED
     return word
+
+
+def word_of(d: dict, effect_of_interest: float = EFFECT_OF_INTEREST, p_adjusted: float | None = None) -> str:
+    """``comparison_word`` of a ``paired_difference`` result (or a comparisons-table row)."""
+    return comparison_word(d["diff"], d["diff_lo"], d["diff_hi"], d.get("mde", math.nan), effect_of_interest,
+                           d.get("eq_lo", math.nan), d.get("eq_hi", math.nan), d.get("n_paired"), p_adjusted)
 
 
 def spearman(x: Iterable[float], y: Iterable[float]) -> float:

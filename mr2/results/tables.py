@@ -31,7 +31,7 @@ from ..common.io import save_csv, save_text
 from ..common.runs import DEFAULT_VARIANT, RUN_KEYS, run_keys
 from .groups import run_group_accuracy
 from .html import escape_text
-from .statistics import EFFECT_OF_INTEREST, LEVEL, comparison_word, paired_difference
+from .statistics import EFFECT_OF_INTEREST, LEVEL, holm, paired_difference, word_of
 
 EVAL_SUBDIR = "eval"
 RESULTS_DIR = "results"  # the pipeline's results folder, in the repository root
@@ -43,7 +43,10 @@ MR2 = "mr2"
 ABLATIONS = ("mr2_uniform", "mr2_no_rep")
 MR2_FAMILY = (MR2, *ABLATIONS, "mr2_release")
 COMPARISON_COLUMNS = ["dataset", "method", "variant", "against", "against_variant", "kind", "metric", "n_paired",
-                      "diff", "diff_sd", "diff_lo", "diff_hi", "mde", "effect_of_interest", "word"]
+                      "diff", "diff_sd", "diff_lo", "diff_hi", "mde", "effect_of_interest", "eq_lo", "eq_hi",
+                      "p_value", "p_holm", "family_size", "word"]
+#: the kinds of comparison that form a family (one dataset, one metric) corrected together (Holm)
+FAMILIES = ("ablation", "baseline")
 DIFF_KEYS = ("diff", "diff_lo", "diff_hi", "diff_sd", "mde")
 METRIC_TITLES = {"top1": "Top-1", "all": "All", "easy": "Easy", "medium": "Medium", "hard": "Hard",
                  "worst": "Worst class"}
@@ -251,9 +254,10 @@ def comparisons_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups
     """A tidy row per comparison of ``comparison_pairs`` and metric of ``METRICS`` present: the
     paired (by seed, common seeds only) difference method − against in points, n_paired, mean
     ``diff`` with its paired sd, ``level`` t-interval and minimum detectable effect at 80 % power
-    (``paired_difference``, the results table's own code), the ``effect_of_interest`` and the
-    ``word`` it earns (``mr2.results.statistics.comparison_word``). Columns ``COMPARISON_COLUMNS``;
-    a pair without a common seed is left out."""
+    (``paired_difference``, the results table's own code), the two one-sided tests' 90 % interval,
+    the paired t-test's p-value and its Holm adjustment within its family, the ``effect_of_interest``
+    and the ``word`` it earns (``with_words``). Columns ``COMPARISON_COLUMNS``; a pair without a
+    common seed is left out."""
     per_run = per_run_metrics(per_class, runs, groups)
     metrics = [m for m in METRICS if m in per_run]
     keyed = per_run.set_index(["dataset", "method", "variant", "seed"])[metrics].sort_index() * scale
@@ -268,9 +272,24 @@ def comparisons_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups
             d = paired_difference(a.loc[common, m].to_numpy(), b.loc[common, m].to_numpy(), level)
             rows.append({"dataset": dataset, "method": method, "variant": variant, "against": against,
                          "against_variant": against_variant, "kind": kind, "metric": m, **d,
-                         "effect_of_interest": effect_of_interest,
-                         "word": comparison_word(d["diff"], d["diff_lo"], d["diff_hi"], d["mde"], effect_of_interest)})
-    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+                         "effect_of_interest": effect_of_interest})
+    table = pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+    return with_words(table, effect_of_interest, level)
+
+
+def with_words(table: pd.DataFrame, effect_of_interest: float = EFFECT_OF_INTEREST,
+               level: float = LEVEL) -> pd.DataFrame:
+    """``table`` (comparisons) with ``p_holm`` and ``family_size`` (Holm's correction within each family
+    of ``FAMILIES``: one dataset, kind and metric; a comparison of another kind is its own family) and
+    the ``word`` each comparison earns (``word_of``, with the adjusted p-value in a family)."""
+    table = table.copy()
+    table["p_holm"], table["family_size"] = table["p_value"], 1
+    for _, family in table[table["kind"].isin(FAMILIES)].groupby(["dataset", "kind", "metric"], sort=False):
+        table.loc[family.index, "p_holm"] = holm(family["p_value"].to_numpy())
+        table.loc[family.index, "family_size"] = len(family)
+    table["word"] = [word_of(r, effect_of_interest, r["p_holm"] if r["family_size"] > 1 else None)
+                     for _, r in table.iterrows()]
+    return table
 
 
 def format_mean_std(mean: float, std: float, digits: int = 1) -> str:

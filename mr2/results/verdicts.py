@@ -45,35 +45,45 @@ from scipy import stats
 
 from ..common.io import save_text
 from ..common.runs import DEFAULT_VARIANT
+from .convergence import convergence_summary
 from .regimes import regime_label
 from .longtail import IMBALANCE_COLUMN
-from .statistics import EFFECT_OF_INTEREST, LEVEL, comparison_word, minimum_detectable_effect
-from .tables import ABLATIONS, COMPARISON_COLUMNS, METRICS, MR2, MR2_FAMILY
+from .statistics import (EFFECT_OF_INTEREST, EQUIVALENT, LEVEL, MIN_SEEDS, minimum_detectable_effect,
+                         paired_p_value)
+from .tables import ABLATIONS, COMPARISON_COLUMNS, METRICS, MR2, MR2_FAMILY, with_words
 
 SUPPORTED, NOT_SHOWN, CONTRADICTED, UNDERPOWERED = "supported", "not shown", "contradicted", "underpowered"
+EXCLUDED = "equivalent"  # the part's effect is ruled out: no effect as large as the effect of interest
 NOT_RUN, NOT_COMPUTED = "not run", "not computed"
-PRECEDENCE = (CONTRADICTED, NOT_SHOWN, UNDERPOWERED, SUPPORTED)
+PRECEDENCE = (CONTRADICTED, EXCLUDED, NOT_SHOWN, UNDERPOWERED, SUPPORTED)
 #: how a comparison's word reads for a part claimed "up", "down" or "not down"
 READINGS = {
-    "up": {"higher": SUPPORTED, "lower": CONTRADICTED, "no clear difference": NOT_SHOWN},
-    "down": {"lower": SUPPORTED, "higher": CONTRADICTED, "no clear difference": NOT_SHOWN},
-    "not down": {"higher": SUPPORTED, "no clear difference": SUPPORTED, "lower": CONTRADICTED},
+    "up": {"higher": SUPPORTED, "lower": CONTRADICTED, EQUIVALENT: EXCLUDED, "no clear difference": NOT_SHOWN},
+    "down": {"lower": SUPPORTED, "higher": CONTRADICTED, EQUIVALENT: EXCLUDED, "no clear difference": NOT_SHOWN},
+    "not down": {"higher": SUPPORTED, EQUIVALENT: SUPPORTED, "lower": CONTRADICTED, "no clear difference": NOT_SHOWN},
 }
+#: how a part's word is shown (the effect of interest filled in)
+SHOWN = {EXCLUDED: "equivalent (no effect ≥ {effect:g} point{s})"}
 PARTS = {"hard_up": "Hard classes up", "easy_not_down": "Easy classes not down", "overall_up": "Overall up",
          "ablations_below": "Each ablation below full MR²",
          "above_baselines": "MR² above the baselines (hard up, easy not down)"}
 SETTING_COLUMNS = {"data": "config.data.name", "model": "config.model.name", "train_cap": "config.data.train_cap",
                    "epochs": "config.train.epochs"}
 BEGIN, END = "<!-- verdicts -->", "<!-- /verdicts -->"
+TUNED, CHECK = "config.tags.tuned", "config.tags.convergence_of"  # run-config tags of tuned runs and checks
 
 
-def settings_table(runs: pd.DataFrame | None) -> pd.DataFrame:
+def settings_table(runs: pd.DataFrame | None, convergence: pd.DataFrame | None = None) -> pd.DataFrame:
     """A row per dataset key of the runs table: dataset, data (data.name, with "long-tailed, ratio r"
     when ``data.imbalance`` is set), model (model.name), regime ("600/class × 6 ep",
     ``mr2.results.regimes.regime_label``: the cap before any imbalance), from the resolved configs;
-    a column the runs table lacks is left empty."""
+    a column the runs table lacks is left empty. Then: seeds (the fewest seeds of a method's default
+    variant), tuned (the methods whose options the tuning stage chose, or "none"), check_of (the
+    setting a convergence check is of, else empty), converged and convergence (each method at its own
+    convergence: ``mr2.results.convergence.convergence_summary`` of ``convergence``)."""
     if runs is None or runs.empty:
-        return pd.DataFrame(columns=["dataset", "data", "model", "regime"])
+        return pd.DataFrame(columns=["dataset", "data", "model", "regime", "seeds", "tuned", "check_of", "converged",
+                                     "convergence"])
     first = runs.drop_duplicates("dataset").set_index("dataset")
     out = pd.DataFrame({"dataset": first.index})
     for key in ("data", "model"):
@@ -86,6 +96,21 @@ def settings_table(runs: pd.DataFrame | None) -> pd.DataFrame:
         out["regime"] = [regime_label(c, e) for c, e in zip(caps, first[SETTING_COLUMNS["epochs"]])]
     else:
         out["regime"] = ""
+    default = runs[runs["variant"].eq(DEFAULT_VARIANT)] if "variant" in runs else runs
+    if {"method", "seed"} <= set(default):
+        seeds = default.groupby(["dataset", "method"], sort=False)["seed"].nunique().groupby(level=0).min()
+    else:
+        seeds, default = pd.Series(dtype=int), default.assign(method=default.get("method", ""))
+    out["seeds"] = out["dataset"].map(seeds).fillna(0).astype(int)
+    tuned = default[default[TUNED].fillna(False).astype(bool)] if TUNED in default else default.iloc[:0]
+    out["tuned"] = [", ".join(dict.fromkeys(tuned.loc[tuned["dataset"].eq(d), "method"])) or "none"
+                    for d in out["dataset"]]
+    out["check_of"] = first[CHECK].fillna("").to_numpy() if CHECK in first else ""
+    table = convergence if convergence is not None else pd.DataFrame(columns=["dataset"])
+    status = [convergence_summary(table, d, list(dict.fromkeys(default.loc[default["dataset"].eq(d), "method"])))
+              for d in out["dataset"]]
+    out["converged"] = [s[0] for s in status]
+    out["convergence"] = [s[1] for s in status]
     return out
 
 
@@ -94,8 +119,15 @@ def part_word(words: list[str]) -> str:
     return next(w for w in PRECEDENCE if w in words or w == SUPPORTED)
 
 
-def reading(word: str, claim: str) -> str:
-    """A comparison's ``word`` read for a part claimed ``claim`` ("up" / "down" / "not down")."""
+def reading(row, claim: str) -> str:
+    """A comparison (a comparisons-table row, or its bare word) read for a part claimed ``claim`` ("up" /
+    "down" / "not down"). "Not down" is also supported by non-inferiority: the lower end of the two
+    one-sided tests' interval above −(effect of interest), whatever the upper end."""
+    word = row if isinstance(row, str) else row["word"]
+    if claim == "not down" and not isinstance(row, str) and word in ("no clear difference", UNDERPOWERED):
+        eq_lo, effect = float(row.get("eq_lo", math.nan)), float(row.get("effect_of_interest", EFFECT_OF_INTEREST))
+        if math.isfinite(eq_lo) and eq_lo > -effect:
+            return SUPPORTED
     return READINGS[claim].get(word, UNDERPOWERED)  # underpowered, undetermined (n < 2)
 
 
@@ -121,7 +153,7 @@ def verdict_cells(comparisons: pd.DataFrame, methods: set[str], reference: str =
         elif row is None:
             cells[part] = (NOT_COMPUTED, "")
         else:
-            cells[part] = (reading(row["word"], claim), _delta(row))
+            cells[part] = (reading(row, claim), _delta(row))
 
     single("hard_up", "hard", "up")
     single("easy_not_down", "easy", "not down")
@@ -134,8 +166,8 @@ def verdict_cells(comparisons: pd.DataFrame, methods: set[str], reference: str =
         cells["ablations_below"] = (NOT_COMPUTED, "")
     else:
         rows = [at[(a, MR2, "hard")] for a in ablations]
-        cells["ablations_below"] = (part_word([reading(r["word"], "down") for r in rows]),
-                                    "; ".join(f"{r['method']} {_delta(r)}" for r in rows))
+        cells["ablations_below"] = (part_word([reading(r, "down") for r in rows]),
+                                    "; ".join(f"{r['method']} {_delta(r)}" for r in rows) + _holm(rows))
 
     baselines = [b for b in sorted(methods) if b != reference and b not in MR2_FAMILY]
     if MR2 not in methods or not baselines:
@@ -146,10 +178,17 @@ def verdict_cells(comparisons: pd.DataFrame, methods: set[str], reference: str =
         per_baseline = {}
         for b in baselines:
             hard, easy = at[(MR2, b, "hard")], at[(MR2, b, "easy")]
-            per_baseline[b] = (part_word([reading(hard["word"], "up"), reading(easy["word"], "not down")]),
+            per_baseline[b] = (part_word([reading(hard, "up"), reading(easy, "not down")]),
                                f"vs {b}: hard {_delta(hard)}, easy {_delta(easy)}")
-        cells["above_baselines"] = baselines_cell(per_baseline)
+        word, detail = baselines_cell(per_baseline)
+        cells["above_baselines"] = (word, detail + _holm([at[(MR2, b, "hard")] for b in baselines]))
     return cells
+
+
+def _holm(rows: list) -> str:
+    """`` (Holm over k)``: the family a part's comparisons were corrected in, when it has more than one."""
+    k = max((int(r.get("family_size", 1)) if pd.notna(r.get("family_size", 1)) else 1) for r in rows)
+    return f" (Holm over {k})" if k > 1 else ""
 
 
 def baselines_cell(per_baseline: dict[str, tuple[str, str]]) -> tuple[str, str]:
@@ -174,14 +213,60 @@ def verdict_table(comparisons: pd.DataFrame, methods: pd.DataFrame, settings: pd
     settings = settings if settings is not None else pd.DataFrame(columns=["dataset"])
     info = settings.drop_duplicates("dataset").set_index("dataset")
     for dataset in methods["dataset"].unique():
+        setting = info.loc[dataset] if dataset in info.index else pd.Series(dtype=object)
+        if str(setting.get("check_of", "") or "") not in ("", "nan"):
+            continue  # a convergence check of another setting, not a setting of its own
         ran = set(methods.loc[methods["dataset"].eq(dataset) & methods["variant"].eq(DEFAULT_VARIANT), "method"])
-        cells = verdict_cells(comparisons[comparisons["dataset"] == dataset], ran, reference)
-        row = {"dataset": dataset, **{k: (info.loc[dataset, k] if dataset in info.index and k in info else "")
-                                      for k in ("data", "model", "regime")}}
+        here = comparisons[comparisons["dataset"] == dataset]
+        cells = verdict_cells(here, ran, reference)
+        row = {"dataset": dataset, **{k: setting.get(k, "") for k in ("data", "model", "regime")}}
         for part, (word, detail) in cells.items():
             row[part], row[f"{part}_detail"] = word, detail
+        behind = here[here["variant"].eq(DEFAULT_VARIANT) & here["against_variant"].eq(DEFAULT_VARIANT)
+                      & (here["method"].eq(MR2) | here["against"].eq(MR2))]
+        row["seeds"] = int(behind["n_paired"].min()) if len(behind) else 0
+        row["tuned"] = str(setting.get("tuned", "") or "not recorded")
+        row["reason"] = no_verdict_reason(row["seeds"], setting.get("converged"), setting.get("convergence"))
+        row["eligible"] = row["reason"] == ""
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def no_verdict_reason(seeds: int, converged, convergence) -> str:
+    """Why a setting earns no verdict word, or "" when it does: fewer than ``MIN_SEEDS`` paired seeds
+    behind a comparison, or a method not shown at its own convergence (not checked, or not converged:
+    a sensitivity to the training regime, read as such)."""
+    reasons = []
+    if seeds < MIN_SEEDS:
+        reasons.append(f"{seeds} paired seeds (a verdict needs {MIN_SEEDS})")
+    if converged is not True and not (isinstance(converged, str) and converged == "True"):
+        text = str(convergence) if convergence is not None and str(convergence) not in ("", "nan") else "convergence not checked"
+        reasons.append(text)
+    return "; ".join(reasons)
+
+
+def complete_comparisons(comparisons: pd.DataFrame, effect_of_interest: float | None = None,
+                         level: float = LEVEL) -> pd.DataFrame:
+    """A snapshot's comparisons with today's statistics: the two one-sided tests' interval and the
+    p-value recomputed where a snapshot predates them (from Δ, the paired sd and n: d̄ ± t_{1−α, n−1}·sd/√n,
+    2·P(T > |d̄|√n/sd)), then Holm within each family and every word again (``with_words``), so every
+    snapshot is judged by the same rules."""
+    out = comparisons.copy()
+    for column in ("eq_lo", "eq_hi", "p_value"):
+        if column not in out:
+            out[column] = math.nan
+    n = out["n_paired"].astype(float)
+    half = [stats.t.ppf(1 - (1 - level), k - 1) * sd / math.sqrt(k) if k >= 2 else math.nan
+            for k, sd in zip(n, out["diff_sd"].astype(float))]
+    missing = out["eq_lo"].isna()
+    out.loc[missing, "eq_lo"] = (out["diff"] - pd.Series(half, index=out.index))[missing]
+    out.loc[missing, "eq_hi"] = (out["diff"] + pd.Series(half, index=out.index))[missing]
+    missing = out["p_value"].isna()
+    out.loc[missing, "p_value"] = [paired_p_value(d, sd, int(k)) for d, sd, k in
+                                   zip(out.loc[missing, "diff"], out.loc[missing, "diff_sd"], n[missing])]
+    effect = effect_of_interest if effect_of_interest is not None else (
+        float(out["effect_of_interest"].iloc[0]) if len(out) else EFFECT_OF_INTEREST)
+    return with_words(out[[c for c in COMPARISON_COLUMNS if c in out]], effect, level)
 
 
 def comparisons_from_results(results: pd.DataFrame, reference: str,
@@ -189,7 +274,7 @@ def comparisons_from_results(results: pd.DataFrame, reference: str,
     """The comparisons to the reference held in a results table (results.csv) as the tidy rows of
     ``comparisons_table`` (kind "reference"): its Δ and interval, the paired sd (the table's
     ``<m>_diff_sd``, or from the interval of an older table: (hi − lo)/2 · √n / t_{(1+level)/2, n−1}),
-    the MDE and the word."""
+    the MDE, then the rest as ``complete_comparisons`` computes it (equivalence interval, p-value, word)."""
     rows = []
     for _, r in results.iterrows():
         if r["method"] == reference and r["variant"] == DEFAULT_VARIANT:
@@ -205,9 +290,8 @@ def comparisons_from_results(results: pd.DataFrame, reference: str,
             rows.append({"dataset": r["dataset"], "method": r["method"], "variant": r["variant"], "against": reference,
                          "against_variant": DEFAULT_VARIANT, "kind": "reference", "metric": m, "n_paired": n,
                          "diff": float(r[f"{m}_diff"]), "diff_sd": sd, "diff_lo": lo, "diff_hi": hi, "mde": mde,
-                         "effect_of_interest": effect_of_interest,
-                         "word": comparison_word(float(r[f"{m}_diff"]), lo, hi, mde, effect_of_interest)})
-    return pd.DataFrame(rows, columns=COMPARISON_COLUMNS)
+                         "effect_of_interest": effect_of_interest})
+    return complete_comparisons(pd.DataFrame(rows, columns=COMPARISON_COLUMNS), effect_of_interest, level)
 
 
 def snapshot_verdicts(root: str | Path) -> pd.DataFrame:
@@ -219,8 +303,8 @@ def snapshot_verdicts(root: str | Path) -> pd.DataFrame:
     for folder in sorted(p for p in Path(root).iterdir() if (p / "results.csv").is_file()):
         results = pd.read_csv(folder / "results.csv")
         reference = str(results["method"].iloc[0])
-        comparisons = (pd.read_csv(folder / "comparisons.csv") if (folder / "comparisons.csv").is_file()
-                       else comparisons_from_results(results, reference))
+        comparisons = complete_comparisons(pd.read_csv(folder / "comparisons.csv") if (folder / "comparisons.csv").is_file()
+                                           else comparisons_from_results(results, reference))
         settings = pd.read_csv(folder / "settings.csv", keep_default_na=False) if (folder / "settings.csv").is_file() else None
         table = verdict_table(comparisons, results[["dataset", "method", "variant"]], settings, reference)
         config = (str(settings["config"].iloc[0]) if settings is not None and "config" in settings
@@ -232,31 +316,65 @@ def snapshot_verdicts(root: str | Path) -> pd.DataFrame:
     return table[~table[list(PARTS)].eq(NOT_RUN).all(axis=1)].reset_index(drop=True)
 
 
-def verdict_markdown(table: pd.DataFrame) -> str:
-    """The verdict table as Markdown: a row per setting, a column per part of the claim, each cell
-    its word in bold and the paired Δ [95 % interval] in points behind it."""
+def _setting(r: pd.Series) -> str:
+    return ", ".join(str(r[k]) for k in ("dataset", "data", "model", "regime")
+                     if str(r.get(k, "")) not in ("", "nan") and (k == "dataset" or r[k] != r["dataset"]))
+
+
+def _source(r: pd.Series) -> str:
+    return f"{r['snapshot']}" + (f" ({r['config']})" if r["config"] != r["snapshot"] else "")
+
+
+def shown_word(word: str, effect: float = EFFECT_OF_INTEREST) -> str:
+    """A part's word as the table shows it (``SHOWN``: "equivalent (no effect ≥ 1 point)")."""
+    return SHOWN.get(word, "{word}").format(word=word, effect=effect, s="" if effect == 1 else "s")
+
+
+def verdict_markdown(table: pd.DataFrame, effect: float = EFFECT_OF_INTEREST) -> str:
+    """The verdict table as Markdown: a row per setting that earns verdict words (``eligible``: at least
+    ``MIN_SEEDS`` paired seeds behind every comparison, every method at its own convergence), a column
+    per part of the claim, each cell its word in bold and the paired Δ [95 % interval] in points behind
+    it; then the settings that earn none (too few seeds, or a method not at convergence), with why and
+    the same Δs without a word: a sensitivity to the number of seeds and to the training regime."""
     if table.empty:
         return "No setting has been run.\n"
     snap = "snapshot" in table
-    header = (["Snapshot"] if snap else []) + ["Setting"] + list(PARTS.values())
+    eligible = table["eligible"].astype(bool) if "eligible" in table else pd.Series(True, index=table.index)
+    header = (["Snapshot"] if snap else []) + ["Setting", "Seeds", "Tuned"] + list(PARTS.values())
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
-    for _, r in table.iterrows():
-        setting = ", ".join(str(r[k]) for k in ("dataset", "data", "model", "regime")
-                            if str(r.get(k, "")) not in ("", "nan") and (k == "dataset" or r[k] != r["dataset"]))
-        cells = ([f"{r['snapshot']}" + (f" ({r['config']})" if r["config"] != r["snapshot"] else "")] if snap else [])
-        cells.append(setting)
+    for _, r in table[eligible].iterrows():
+        cells = ([_source(r)] if snap else []) + [_setting(r), str(r.get("seeds", "")), str(r.get("tuned", ""))]
         for part in PARTS:
             detail = str(r[f"{part}_detail"]) if str(r[f"{part}_detail"]) not in ("", "nan") else ""
-            cells.append(f"**{r[part]}**" + (f" {detail}" if detail else ""))
+            cells.append(f"**{shown_word(r[part], effect)}**" + (f" {detail}" if detail else ""))
         lines.append("| " + " | ".join(cells) + " |")
-    interest = (" A \"no clear difference\" whose minimum detectable effect (80 % power, two-sided paired t-test "
-                "at 5 %) exceeds the effect of interest (config key `effect_of_interest`, 1 point by default) reads "
-                "underpowered.")
-    note = ("\nEach cell: the word the part of the paper's claim earns in that setting, then the paired Δ "
-            "(points, by seed) [95 % t-interval] behind it; decision rules in `mr2/results/verdicts.py`." + interest
-            + " not run: the setting did not run the methods; not computed: the snapshot predates the pairwise "
-            "comparisons (regenerate it). Settings that ran no part (no MR²) are left out.\n")
-    return "\n".join(lines) + "\n" + note
+    if not eligible.any():
+        lines.append("| " + " | ".join([f"no setting yet has ≥ {MIN_SEEDS} seeds and every method at convergence"]
+                                       + [""] * (len(header) - 1)) + " |")
+    note = ("\nEach cell: the word the part of the paper's claim earns in that setting, then the paired Δ (points, "
+            "by seed) [95 % t-interval] behind it; decision rules in `mr2/results/verdicts.py`. Words: higher/lower "
+            "when the 95 % interval excludes 0 (within a family, MR² against each ablation or each baseline, when "
+            "Holm's adjusted p-value is below 0.05 too: the cell says over how many); **equivalent** when the two "
+            "one-sided tests' 90 % interval lies inside ± the effect of interest (config key `effect_of_interest`, "
+            f"{effect:g} point): an effect that large is excluded; underpowered when neither holds and the minimum "
+            f"detectable effect (80 % power) exceeds it or fewer than {MIN_SEEDS} paired seeds stand behind it; "
+            "easy classes \"not down\" is also supported when the 90 % interval's lower end is above −(effect of "
+            f"interest). Only settings with ≥ {MIN_SEEDS} paired seeds and every method within its convergence "
+            "tolerance earn a word.\n")
+    rest = table[~eligible]
+    if rest.empty:
+        return "\n".join(lines) + "\n" + note
+    extra = ["", "Settings without a verdict word (sensitivity to the number of seeds and to the training regime: "
+             "the paired Δ [95 % t-interval] of each part, read as such, not as a verdict):", ""]
+    head = (["Snapshot"] if snap else []) + ["Setting", "Seeds", "Why no verdict"] + list(PARTS.values())
+    extra += ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
+    for _, r in rest.iterrows():
+        cells = ([_source(r)] if snap else []) + [_setting(r), str(r.get("seeds", "")), str(r.get("reason", ""))]
+        for part in PARTS:
+            detail = str(r[f"{part}_detail"]) if str(r[f"{part}_detail"]) not in ("", "nan") else ""
+            cells.append(detail if r[part] not in (NOT_RUN, NOT_COMPUTED) else r[part])
+        extra.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n" + note + "\n".join(extra) + "\n"
 
 
 def readme_verdicts(text: str) -> str | None:

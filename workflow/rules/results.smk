@@ -34,6 +34,7 @@ rule results_table:
         md=f"{TABLES}/results.md",
         comparisons=f"{TABLES}/comparisons.csv",
         settings=f"{TABLES}/settings.csv",
+        convergence=f"{TABLES}/convergence.csv",
     log:
         log_of("results_table"),
     benchmark:
@@ -45,10 +46,11 @@ rule results_table:
         repo=REPO,
         reference=REFERENCE,
         effect=config["effect_of_interest"],
+        tolerance=CONVERGENCE.get("tolerance", 1.0),
         tables=lambda wildcards, input: folder_of(input[0]),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 table --tables {params.tables:q} --reference {params.reference:q}"
-        " --effect-of-interest {params.effect:q} > {log:q} 2>&1"
+        " --effect-of-interest {params.effect:q} --tolerance {params.tolerance:q} > {log:q} 2>&1"
 
 
 rule figures:

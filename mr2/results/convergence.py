@@ -1,0 +1,77 @@
+"""Each method at its own convergence: a method's accuracy against the same setup trained ``factor``
+times longer (the pipeline's config key ``convergence``; the long runs are the dataset key
+``<dataset>.x<factor>``, whose run configs carry the tag ``convergence_of: <dataset>``).
+
+A method is at convergence in a setting when training it ``factor`` times longer raises neither its
+mean per-class accuracy nor its hard-class accuracy by more than ``tolerance`` points (mean over the
+paired seeds; the hard classes are the setting's own, ranked by its reference). A setting whose
+methods are not all at convergence earns no verdict word (``mr2.results.verdicts``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .groups import run_group_accuracy
+from .statistics import paired_difference
+
+TAG = "config.tags.convergence_of"
+EPOCHS = "config.train.epochs"
+GAINS = ("all", "hard")
+COLUMNS = ["dataset", "check", "method", "variant", "epochs", "check_epochs", "n_paired",
+           *[f"{m}_{k}" for m in GAINS for k in ("gain", "gain_lo", "gain_hi")], "tolerance", "converged"]
+
+
+def convergence_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame,
+                      tolerance: float = 1.0, scale: float = 100.0) -> pd.DataFrame:
+    """A row per convergence check, method and variant: the setting (``dataset``) and its check, both
+    epoch counts, the paired seeds, the gain (long − short, points, mean with its 95 % t-interval) in
+    mean per-class and hard-class accuracy, both on the setting's own groups, and ``converged``
+    (both mean gains ≤ ``tolerance``). Empty when no run is a convergence check."""
+    if runs is None or TAG not in runs or runs[TAG].isna().all():
+        return pd.DataFrame(columns=COLUMNS)
+    rows = []
+    checks = runs.dropna(subset=[TAG]).drop_duplicates("dataset")
+    for _, check in checks.iterrows():
+        base, key = check[TAG], check["dataset"]
+        g = groups[groups["dataset"] == base]
+        short = run_group_accuracy(per_class[per_class["dataset"] == base], g)
+        long = run_group_accuracy(per_class[per_class["dataset"] == key].assign(dataset=base), g)
+        base_epochs = runs.loc[runs["dataset"] == base, EPOCHS]
+        for (method, variant), frame in long.groupby(["method", "variant"], sort=False):
+            mine = short[short["method"].eq(method) & short["variant"].eq(variant)].set_index("seed")
+            frame = frame.set_index("seed")
+            common = frame.index.intersection(mine.index)
+            row = {"dataset": base, "check": key, "method": method, "variant": variant,
+                   "epochs": int(base_epochs.iloc[0]) if len(base_epochs) else math.nan,
+                   "check_epochs": int(check[EPOCHS]), "n_paired": len(common), "tolerance": tolerance}
+            for m in GAINS:
+                d = paired_difference(frame.loc[common, m].to_numpy() * scale, mine.loc[common, m].to_numpy() * scale)
+                row.update({f"{m}_gain": d["diff"], f"{m}_gain_lo": d["diff_lo"], f"{m}_gain_hi": d["diff_hi"]})
+            row["converged"] = bool(len(common)) and all(row[f"{m}_gain"] <= tolerance for m in GAINS)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def convergence_summary(table: pd.DataFrame, dataset: str, methods: list[str]) -> tuple[bool | None, str]:
+    """Whether every one of ``methods`` (default variants) is at convergence in ``dataset``, and why:
+    (True, "all 7 methods within 1 point at 4x the epochs"), (False, "not at convergence: mr2 (hard
+    +1.4)"), or (None, "not checked" / "not checked for: focal") when a method has no check."""
+    here = table[table["dataset"].eq(dataset)] if len(table) else table
+    found = {r["method"]: r for _, r in here.iterrows() if r["variant"] == "default"}
+    missing = [m for m in methods if m not in found]
+    if not found:
+        return None, "convergence not checked"
+    if missing:
+        return None, "convergence not checked for " + ", ".join(missing)
+    bad = [found[m] for m in methods if not found[m]["converged"]]
+    factor = found[methods[0]]["check_epochs"] / found[methods[0]]["epochs"]
+    if bad:
+        return False, "not at convergence: " + ", ".join(
+            f"{r['method']} (" + ", ".join(f"{m} {r[f'{m}_gain']:+.1f}" for m in GAINS) + ")" for r in bad)
+    tol = found[methods[0]]["tolerance"]
+    worst = max(max(found[m][f"{g}_gain"] for g in GAINS) for m in methods)
+    return True, (f"all {len(methods)} methods within {tol:g} point{'s' if tol != 1 else ''} at {factor:g}x the epochs "
+                  f"(largest gain {worst:+.1f})")
