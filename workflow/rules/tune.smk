@@ -17,13 +17,13 @@ rule evaluate_val:
         ENV_TORCH
     threads: config["threads"]
     resources:
-        **gpu_resources(one_process=True),
+        **gpu_resources(config, one_process=True),
     params:
         repo=REPO,
         run=lambda wildcards, input: folder_of(input.model),
         out=lambda wildcards, output: folder_of(output[0]),
         device=lambda wildcards, output: device_args(
-            locks_of(output[0], f"{RUN_DIR}/{EVAL_VAL_FILES[0]}", wildcards), one_process=True
+            config, locks_of(output[0], f"{RUN_DIR}/{EVAL_VAL_FILES[0]}", wildcards), one_process=True
         ),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 evaluate --split val --run {params.run:q} --data {input.data:q}"
