@@ -43,8 +43,10 @@ def checkout(repository: str | os.PathLike, ref: str, root: str | os.PathLike) -
     dest.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".{commit}.", dir=dest.parent))
     try:
-        archive = subprocess.run(["git", "-C", str(repository), "archive", "--format=tar", commit, "--", *TREE],
-                                 capture_output=True, check=True)
+        present = subprocess.run(["git", "-C", str(repository), "ls-tree", "--name-only", commit],
+                                 capture_output=True, text=True, check=True).stdout.split()
+        archive = subprocess.run(["git", "-C", str(repository), "archive", "--format=tar", commit, "--",
+                                  *[name for name in TREE if name in present]], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(scratch)], input=archive.stdout, capture_output=True, check=True)
         try:
             os.rename(scratch, dest)

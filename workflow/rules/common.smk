@@ -4,10 +4,11 @@
 # deeper checks run in the first, short jobs, `run_config` and `data_config`.
 
 import functools
-import importlib.util
 import json
 import re
 import sys
+import types
+from importlib.machinery import SourceFileLoader
 from pathlib import Path
 
 import yaml
@@ -29,16 +30,15 @@ def source_root():
         repository = base.hosted_repo.repo.git_dir
     else:
         raise ValueError(f"workflow source {base}: neither a folder nor a git repository")
-    spec = importlib.util.spec_from_file_location("mr2_source", workflow.source_path("../../mr2/pipeline/source.py"))
-    source = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(source)  # standard library only: mr2 is not importable yet
+    loader = SourceFileLoader("mr2_source", workflow.source_path("../../mr2/pipeline/source.py"))  # a cached copy
+    source = types.ModuleType(loader.name)
+    loader.exec_module(source)  # standard library only: mr2 is not importable yet
     return source.checkout(repository, base.ref, Path(".snakemake", "mr2-source"))
 
 
 ROOT = source_root()
-# Every job runs this workflow's own mr2, whatever the working directory or the environment: each rule's
-# command starts with PYTHONPATH={params.repo:q}..., not a global shell.prefix, which would also prefix
-# the rules of a workflow that uses this one as a module.
+# Every job runs this mr2: each command starts with PYTHONPATH={params.repo:q}... (not shell.prefix, which
+# would also prefix the rules of a workflow that uses this one as a module).
 REPO = str(ROOT)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
