@@ -9,6 +9,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -479,13 +480,51 @@ def test_the_workflow_works_as_a_module_with_a_prefix(tmp_path):
 
 
 def test_both_entries_plan_the_same_jobs(tmp_path):
-    """The top-level Snakefile and workflow/Snakefile (the catalog's entry) are the same workflow."""
+    """The top-level Snakefile includes workflow/Snakefile (the catalog's entry): the same jobs, the same
+    default target (`all`), from either."""
     workdir = workdir_with_configs(tmp_path / "wd")
     top = run_snakemake(workdir, *SMOKE, "-n")
     catalog = run_snakemake(workdir, *SMOKE, "-n", snakefile=REPO / "workflow" / "Snakefile")
     assert planned_jobs(top) == planned_jobs(catalog) and planned_paths(top) == planned_paths(catalog)
+    assert planned_jobs(top)["all"] == 1 and planned_jobs(top)["report"] == 1
     meta = yaml.safe_load((REPO / ".snakemake-workflow-catalog.yml").read_text())
     assert meta["usage"]["software-stack-deployment"]["conda"] and list((REPO / "workflow" / "envs").glob("*.yml"))
+
+
+def git_clone_of_the_repository(dest):
+    """A `git clone` of this repository's committed state (what a user deploys), or a skip outside git."""
+    if not (REPO / ".git").exists():
+        pytest.skip("the repository is not a git checkout")
+    subprocess.run(["git", "clone", "-q", str(REPO), str(dest)], check=True, capture_output=True)
+    return dest, subprocess.run(["git", "-C", str(dest), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", ["folder", "git"])
+def test_a_clone_deploys_as_a_module_the_catalogs_way(tmp_path, source):
+    """A project whose Snakefile is `module mr2: snakefile: <clone>/workflow/Snakefile` (a folder) or
+    `"git+file://<clone>/workflow/Snakefile@<commit>"` (read from git, as snakedeploy's github(...) is)
+    and `use rule * from mr2` parses without mr2 on PYTHONPATH (the schemas and mr2.pipeline come from
+    the module's own source) and plans the repository's jobs, every command running the deployed mr2:
+    the clone itself, or that commit's tree under .snakemake/mr2-source/."""
+    clone, commit = git_clone_of_the_repository(tmp_path / "clone")
+    project = workdir_with_configs(tmp_path / "project")
+    entry = clone / "workflow" / "Snakefile" if source == "folder" else f"git+file://{clone}/workflow/Snakefile@{commit}"
+    (project / "Snakefile").write_text(
+        f'configfile: "config/smoke.yaml"\n\n\nmodule mr2:\n    snakefile:\n        "{entry}"\n'
+        "    config:\n        config\n\n\nuse rule * from mr2\n"
+    )
+    env = {key: value for key, value in pipeline_env().items() if key != "PYTHONPATH"}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(project / "Snakefile"), "--cores", "1", "-n", "-p"]
+    res = subprocess.run(cmd, cwd=project, capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    direct = run_snakemake(workdir_with_configs(tmp_path / "direct"), *SMOKE, "-n")
+    assert planned_jobs(res) == planned_jobs(direct) and planned_paths(res) == planned_paths(direct)
+    deployed = clone if source == "folder" else project / ".snakemake" / "mr2-source" / commit
+    assert (deployed / "mr2" / "pipeline" / "config.py").is_file()
+    prefixes = re.findall(r"PYTHONPATH=(\S*?)\$\{PYTHONPATH", res.stdout)
+    assert len(prefixes) == res.stdout.count("python -m ") > 30 and set(prefixes) == {str(deployed)}, set(prefixes)
 
 
 def test_snakefiles_pass_snakefmt():
