@@ -33,7 +33,7 @@ def commit_of(repository: str | os.PathLike, ref: str) -> str:
 
 
 def checkout(repository: str | os.PathLike, ref: str, root: str | os.PathLike) -> Path:
-    """``<root>/<commit>``: the files of ``TREE`` at ``ref`` of git ``repository``, written once
+    """``<root>/<commit>``: the folders of ``TREE`` (those the commit has) at ``ref`` of git ``repository``, written once
     (a folder is complete or absent: it is written aside and renamed into place, so concurrent
     parses of the workflow, on a cluster's nodes too, never see half a tree)."""
     commit = commit_of(repository, ref)
