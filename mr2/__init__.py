@@ -7,6 +7,8 @@ Layers, bottom to top (imports only go downward; ``tests/test_layers.py`` enforc
 - ``mr2.method``: the paper's statistics, margins and losses (torch);
 - ``mr2.engine``: configs, data, models, training and evaluation (imports the method);
 - ``mr2.results``: tables, figures, premise analysis, report (pandas; no torch);
+- ``mr2.pipeline``: the Snakemake workflow's logic: config checks, runs, hashes, paths (standard
+  library, YAML and jsonschema: the workflow parses without torch or pandas);
 - ``mr2.cli``: the command line ``python -m mr2 <step>`` over the engine and the results.
 
 ``theory/`` stands beside them. ``docs/method.md`` maps every symbol of the paper to the code.

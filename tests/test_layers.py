@@ -2,7 +2,8 @@
 without torch.
 
 Layers, bottom to top: ``mr2.common`` < ``mr2.method`` < ``mr2.engine``; ``mr2.results`` sits
-beside the engine on ``mr2.common`` alone; ``mr2.cli`` (and the package's ``__init__`` and
+beside the engine on ``mr2.common`` alone, and so does ``mr2.pipeline``, the workflow's logic, which
+imports only the standard library, YAML and jsonschema (the workflow parses without torch or pandas); ``mr2.cli`` (and the package's ``__init__`` and
 ``__main__``) on top. ``theory`` stands beside the stack: its formulas (``theory.bound``,
 ``theory.corollary``) import only the method layer; ``theory.pipeline``, which evaluates the bound
 on the pipeline's tidy tables, also uses the results layer's helpers.
@@ -23,6 +24,7 @@ ALLOWED = {
     "method": {"method", "common"},
     "engine": {"engine", "method", "common"},
     "results": {"results", "common"},
+    "pipeline": {"pipeline", "common"},
     "cli": {"cli", "engine", "method", "results", "common"},
     "theory": {"theory", "method"},
     "theory.pipeline": {"theory.pipeline", "theory", "method", "results", "common"},
@@ -33,7 +35,7 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if parts[0] == "theory":
         return "theory.pipeline" if module in ("theory.pipeline", "theory.__main__") else "theory"
-    if len(parts) > 1 and parts[1] in ("common", "method", "engine", "results"):
+    if len(parts) > 1 and parts[1] in ("common", "method", "engine", "results", "pipeline"):
         return parts[1]
     return "cli"  # mr2, mr2.cli, mr2.__main__
 
@@ -84,7 +86,7 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def test_the_tree_has_one_folder_per_layer():
-    for folder in ("common", "method", "engine", "results"):
+    for folder in ("common", "method", "engine", "results", "pipeline"):
         assert (REPO / "mr2" / folder / "__init__.py").is_file()
     flat = sorted(p.name for p in (REPO / "mr2").glob("*.py"))
     assert flat == ["__init__.py", "__main__.py", "cli.py"], flat
@@ -108,6 +110,7 @@ def test_imports_only_go_downward():
 def test_a_broken_layer_rule_would_be_caught():
     assert "engine" not in ALLOWED["method"] and "engine" not in ALLOWED["results"]
     assert "method" not in ALLOWED["results"] and "engine" not in ALLOWED["theory"]
+    assert ALLOWED["pipeline"] == {"pipeline", "common"}
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -152,6 +155,20 @@ def test_results_layer_and_run_config_do_not_import_torch(modules):
     code = "import sys\n" + "".join(f"import {m}\n" for m in modules) + \
         "heavy = sorted(m for m in sys.modules if m == 'torch' or m.startswith(('torch.', 'mr2.engine.train', 'mr2.method')))\n" \
         "print(heavy)\n"
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]", res.stdout
+
+
+def test_the_pipeline_layer_imports_only_the_standard_library_yaml_and_jsonschema():
+    """What the workflow imports when it is parsed: neither torch, nor numpy, nor pandas, nor Snakemake."""
+    modules = sorted(name for name in project_modules() if name.startswith("mr2.pipeline"))
+    assert "mr2.pipeline.config" in modules and "mr2.pipeline.runs" in modules
+    code = ("import sys\n" + "".join(f"import {m}\n" for m in modules)
+            + "import mr2.pipeline.config as c, pathlib\n"
+            + "c.checked({'datasets': {'d': {'data': {'name': 'digits'}}}, 'methods': ['erm'], 'seeds': [0]},"
+            + " c.load_schemas(pathlib.Path('workflow/schemas')))\n"
+            + "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'numpy', 'pandas', 'snakemake', 'matplotlib'}))\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]", res.stdout

@@ -9,6 +9,7 @@ import re
 import shlex
 import signal
 import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -479,13 +480,51 @@ def test_the_workflow_works_as_a_module_with_a_prefix(tmp_path):
 
 
 def test_both_entries_plan_the_same_jobs(tmp_path):
-    """The top-level Snakefile and workflow/Snakefile (the catalog's entry) are the same workflow."""
+    """The top-level Snakefile includes workflow/Snakefile (the catalog's entry): the same jobs, the same
+    default target (`all`), from either."""
     workdir = workdir_with_configs(tmp_path / "wd")
     top = run_snakemake(workdir, *SMOKE, "-n")
     catalog = run_snakemake(workdir, *SMOKE, "-n", snakefile=REPO / "workflow" / "Snakefile")
     assert planned_jobs(top) == planned_jobs(catalog) and planned_paths(top) == planned_paths(catalog)
+    assert planned_jobs(top)["all"] == 1 and planned_jobs(top)["report"] == 1
     meta = yaml.safe_load((REPO / ".snakemake-workflow-catalog.yml").read_text())
     assert meta["usage"]["software-stack-deployment"]["conda"] and list((REPO / "workflow" / "envs").glob("*.yml"))
+
+
+def git_clone_of_the_repository(dest):
+    """A `git clone` of this repository's committed state (what a user deploys), or a skip outside git."""
+    if not (REPO / ".git").exists():
+        pytest.skip("the repository is not a git checkout")
+    subprocess.run(["git", "clone", "-q", str(REPO), str(dest)], check=True, capture_output=True)
+    return dest, subprocess.run(["git", "-C", str(dest), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                check=True).stdout.strip()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", ["folder", "git"])
+def test_a_clone_deploys_as_a_module_the_catalogs_way(tmp_path, source):
+    """A project whose Snakefile is `module mr2: snakefile: <clone>/workflow/Snakefile` (a folder) or
+    `"git+file://<clone>/workflow/Snakefile@<commit>"` (read from git, as snakedeploy's github(...) is)
+    and `use rule * from mr2` parses without mr2 on PYTHONPATH (the schemas and mr2.pipeline come from
+    the module's own source) and plans the repository's jobs, every command running the deployed mr2:
+    the clone itself, or that commit's tree under .snakemake/mr2-source/."""
+    clone, commit = git_clone_of_the_repository(tmp_path / "clone")
+    project = workdir_with_configs(tmp_path / "project")
+    entry = clone / "workflow" / "Snakefile" if source == "folder" else f"git+file://{clone}/workflow/Snakefile@{commit}"
+    (project / "Snakefile").write_text(
+        f'configfile: "config/smoke.yaml"\n\n\nmodule mr2:\n    snakefile:\n        "{entry}"\n'
+        "    config:\n        config\n\n\nuse rule * from mr2\n"
+    )
+    env = {key: value for key, value in pipeline_env().items() if key != "PYTHONPATH"}
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(project / "Snakefile"), "--cores", "1", "-n", "-p"]
+    res = subprocess.run(cmd, cwd=project, capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    direct = run_snakemake(workdir_with_configs(tmp_path / "direct"), *SMOKE, "-n")
+    assert planned_jobs(res) == planned_jobs(direct) and planned_paths(res) == planned_paths(direct)
+    deployed = clone if source == "folder" else project / ".snakemake" / "mr2-source" / commit
+    assert (deployed / "mr2" / "pipeline" / "config.py").is_file()
+    prefixes = re.findall(r"PYTHONPATH=(\S*?)\$\{PYTHONPATH", res.stdout)
+    assert len(prefixes) == res.stdout.count("python -m ") > 30 and set(prefixes) == {str(deployed)}, set(prefixes)
 
 
 def test_snakefiles_pass_snakefmt():
@@ -517,20 +556,68 @@ def test_a_target_no_pattern_matches_has_no_rule(tmp_path, target):
 
 def test_slurm_profile_settings_apply_to_renamed_rules_and_shared_gpus_get_a_gpu(tmp_path):
     """With the SLURM profile, a module's `mr2_*` rules get the same per-rule resources as the
-    workflow's own; with runs_per_gpu each model job still asks SLURM for a GPU (gpu=1)."""
+    workflow's own; with runs_per_gpu each model job still asks SLURM for a GPU (gpu=1); no job is
+    sent to a partition by name, and none asks for more threads than the config's."""
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
-    for section in ("set-resources", "set-threads"):
-        own = {k: v for k, v in profile[section].items() if not k.startswith("mr2_")}
-        assert own and all(profile[section][f"mr2_{k}"] == v for k, v in own.items())
+    own = {k: v for k, v in profile["set-resources"].items() if not k.startswith("mr2_")}
+    assert own and all(profile["set-resources"][f"mr2_{k}"] == v for k, v in own.items())
+    assert "set-threads" not in profile and "cpus_per_task" not in str(profile)
     workdir = workdir_with_configs(tmp_path / "wd")
     write_module_workflow(workdir)
-    args = ["-n", "--profile", str(REPO / "profiles" / "slurm"), "--config", "gpus=1", "runs_per_gpu=2"]
+    args = ["-n", "--profile", str(REPO / "profiles" / "slurm"), "--config", "gpus=1", "runs_per_gpu=2", "threads=2"]
     for snakefile, name in ((workdir / "Snakefile", "mr2_{}"), (REPO / "Snakefile", "{}")):
         res = run_snakemake(workdir, *args, *([] if name == "mr2_{}" else SMOKE), snakefile=snakefile)
-        for rule, wanted in (("prepare", {"slurm_partition": "cpu", "runtime": "30"}), ("evaluate", {"runtime": "30"}),
+        assert "slurm_partition" not in res.stdout
+        for rule, wanted in (("prepare", {"runtime": "30", "mem_mb": "2000"}), ("evaluate", {"runtime": "30"}),
                              ("train", {"runtime": "240", "gpu": "1", "gpu_slot": "1"})):
             mine = jobs_of(res.stdout, name.format(rule))
             assert mine, (rule, name)
             for job in mine:
                 resources = dict(re.findall(r"(\w+)=([^,\n]+)", re.search(r"resources: (.*)", job).group(1)))
                 assert {k: resources.get(k) for k in wanted} == wanted, (rule, resources)
+                assert re.search(r"threads: 2\b", job) or rule == "prepare", job
+
+
+#: peak memory (Snakemake's max_rss, MB) of the cluster jobs on CPU: {rule: [(input MB, peak MB), ...]},
+#: config/smoke.yaml (1.6 MB of prepared data) and the full Fashion-MNIST (56 MB), mr2 and erm
+MEASURED = {"train": [(1.6, 1013.9), (56.0, 1069.7)], "evaluate": [(1.6, 886.9), (56.0, 1262.7)],
+            "prepare": [(0.0, 805.9), (0.0, 873.0)]}
+
+
+def profile_memory(rule, input_mb, attempt=1):
+    """The profile's mem_mb of a ``rule`` job with ``input_mb`` of input, evaluated as Snakemake does."""
+    expression = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())["set-resources"][rule]["mem_mb"]
+    return eval(str(expression), {"input": type("Input", (), {"size_mb": input_mb})(), "attempt": attempt})
+
+
+@pytest.mark.parametrize("rule", sorted(MEASURED))
+def test_slurm_memory_covers_the_measured_peaks_with_headroom(rule):
+    """Each cluster job asks at least 1.5x the peak measured for its rule at that input size, not more
+    than 4x at the larger one (a job that asks 16 GB to use 1 queues longer), and twice as much on a retry."""
+    for input_mb, peak in MEASURED[rule]:
+        asked = profile_memory(rule, input_mb)
+        assert isinstance(asked, int) and asked >= 1.5 * peak, (rule, input_mb, asked)
+        assert profile_memory(rule, input_mb, attempt=2) == 2 * asked
+    input_mb, peak = MEASURED[rule][-1]
+    assert profile_memory(rule, input_mb) <= 4 * peak
+    same_code = {"train": ["jtt_stage1"], "evaluate": ["evaluate_val", "jtt_errors"], "prepare": []}[rule]
+    assert all(profile_memory(other, input_mb) == profile_memory(rule, input_mb) for other in same_code)
+
+
+def test_slurm_partitions_send_only_gpu_jobs_to_the_gpu_partition():
+    """The plugin's own choice over profiles/slurm/partitions.yaml: a job that declares a GPU goes to the
+    GPU partition, any other job to the one without GPUs."""
+    partitions = pytest.importorskip("snakemake_executor_plugin_slurm.partitions")
+    import logging
+
+    profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    found = partitions.read_partition_file(REPO / "profiles" / "slurm" / profile["slurm-partition-config"])
+
+    class Job:
+        def __init__(self, **resources):
+            self.resources, self.threads, self.name = resources, 1, "train"
+
+    choose = lambda job: partitions.get_best_partition(found, job, logging.getLogger("test"))  # noqa: E731
+    assert choose(Job(mem_mb=2000, runtime=240)) == "cpu"
+    assert choose(Job(mem_mb=2000, runtime=240, gpu=1)) == "gpu"
+    assert choose(Job(mem_mb=2000, runtime=240, gpu=1, gpu_slot=1)) == "gpu"

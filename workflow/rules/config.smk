@@ -9,7 +9,7 @@
 # safe name, a hash that is not one) has no rule to produce it: Snakemake says so, before any job.
 wildcard_constraints:
     dataset=SAFE_NAME,
-    method="|".join(map(re.escape, known_methods())),
+    method="|".join(map(re.escape, known_methods(SCHEMA))),
     variant=SAFE_NAME,
     seed=r"[0-9]+",
     run_hash=HASH,
@@ -79,6 +79,6 @@ rule run_folders:
     conda:
         ENV_RESULTS
     params:
-        table=lambda wildcards: run_folders_table(),
+        table=lambda wildcards: plan.run_folders_table(config, run_dir),
     shell:
         "printf '%s\\n' {params.table:q} > {output:q} 2> {log:q}"

@@ -13,13 +13,13 @@ rule evaluate:
         ENV_TORCH
     threads: config["threads"]
     resources:
-        **gpu_resources(one_process=True),
+        **gpu_resources(config, one_process=True),
     params:
         repo=REPO,
         run=lambda wildcards, input: folder_of(input.model),
         out=lambda wildcards, output: folder_of(output[0]),
         device=lambda wildcards, output: device_args(
-            locks_of(output[0], f"{EVAL_DIR}/{EVAL_FILES[0]}", wildcards), one_process=True
+            config, locks_of(output[0], f"{EVAL_DIR}/{EVAL_FILES[0]}", wildcards), one_process=True
         ),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 evaluate --run {params.run:q} --data {input.data:q} --out {params.out:q}"

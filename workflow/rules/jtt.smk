@@ -20,11 +20,15 @@ rule jtt_stage1:
         ENV_TORCH
     threads: config["threads"]
     resources:
-        **gpu_resources(),
+        **gpu_resources(config),
     params:
         repo=REPO,
-        launch=lambda wildcards, output: launcher(locks_of(output[0], f"{JTT_STAGE1_DIR}/{RUN_FILES[0]}", wildcards)),
-        device=lambda wildcards, output: device_args(locks_of(output[0], f"{JTT_STAGE1_DIR}/{RUN_FILES[0]}", wildcards)),
+        launch=lambda wildcards, output: launcher(
+            config, locks_of(output[0], f"{JTT_STAGE1_DIR}/{RUN_FILES[0]}", wildcards)
+        ),
+        device=lambda wildcards, output: device_args(
+            config, locks_of(output[0], f"{JTT_STAGE1_DIR}/{RUN_FILES[0]}", wildcards)
+        ),
         out=lambda wildcards, output: folder_of(output[0]),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.launch:q} train --config {input.config:q} --jtt-stage1 {params.device:q}"
@@ -47,11 +51,13 @@ rule jtt_errors:
         ENV_TORCH
     threads: config["threads"]
     resources:
-        **gpu_resources(one_process=True),
+        **gpu_resources(config, one_process=True),
     params:
         repo=REPO,
         run=lambda wildcards, input: folder_of(input.model),
-        device=lambda wildcards, output: device_args(locks_of(output[0], JTT_ERRORS, wildcards), one_process=True),
+        device=lambda wildcards, output: device_args(
+            config, locks_of(output[0], JTT_ERRORS, wildcards), one_process=True
+        ),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 errors --run {params.run:q} --data {input.data:q} --out {output:q}"
         " {params.device:q} --threads {threads} > {log:q} 2>&1"

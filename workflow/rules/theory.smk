@@ -19,7 +19,7 @@ rule theory_bound:
         repo=REPO,
         tables=lambda wildcards, input: folder_of(input[0]),
         figure=lambda wildcards, output: str(Path(output.png).with_suffix("")),
-        assumptions=theory_args(),
+        assumptions=theory_args(config),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m theory bound --tables {params.tables:q} --out {output.csv:q} --markdown {output.md:q}"
         " --figure {params.figure:q} {params.assumptions:q} > {log:q} 2>&1"

@@ -6,7 +6,7 @@ rule train:
     input:
         config=RUN_CONFIG,
         data=data_of_run,
-        upsample=upsample_input,
+        upsample=lambda wildcards: upsample_input(config, wildcards),
     output:
         expand(f"{RUN_DIR}/{{file}}", file=RUN_FILES, allow_missing=True),
     log:
@@ -17,12 +17,14 @@ rule train:
         ENV_TORCH
     threads: config["threads"]
     resources:
-        **gpu_resources(),
+        **gpu_resources(config),
     params:
         repo=REPO,
-        launch=lambda wildcards, output: launcher(locks_of(output[0], f"{RUN_DIR}/{RUN_FILES[0]}", wildcards)),
-        jtt=jtt_errors_args,
-        device=lambda wildcards, output: device_args(locks_of(output[0], f"{RUN_DIR}/{RUN_FILES[0]}", wildcards)),
+        launch=lambda wildcards, output: launcher(config, locks_of(output[0], f"{RUN_DIR}/{RUN_FILES[0]}", wildcards)),
+        jtt=lambda wildcards, input: jtt_errors_args(wildcards.method, input.upsample),
+        device=lambda wildcards, output: device_args(
+            config, locks_of(output[0], f"{RUN_DIR}/{RUN_FILES[0]}", wildcards)
+        ),
         out=lambda wildcards, output: folder_of(output[0]),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.launch:q} train --config {input.config:q} {params.jtt:q} {params.device:q}"

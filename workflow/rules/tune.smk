@@ -1,7 +1,7 @@
 # The tuning stage (config key `tune`): every trial of every searched method and the reference's runs at
 # the trials' seeds are trained like any run and scored on the validation split only; `tune` (a
 # checkpoint: the final runs' folders are named after its choice) writes the chosen options that the
-# final runs of the config then train with (common.smk, `chosen_options`).
+# final runs of the config then train with (mr2.pipeline.runs, `chosen_options`).
 
 
 rule evaluate_val:
@@ -13,17 +13,19 @@ rule evaluate_val:
         expand(f"{RUN_DIR}/{{file}}", file=EVAL_VAL_FILES, allow_missing=True),
     log:
         log_of("evaluate_val", RUN_KEY),
+    benchmark:
+        benchmark_of("evaluate_val", RUN_KEY)
     conda:
         ENV_TORCH
     threads: config["threads"]
     resources:
-        **gpu_resources(one_process=True),
+        **gpu_resources(config, one_process=True),
     params:
         repo=REPO,
         run=lambda wildcards, input: folder_of(input.model),
         out=lambda wildcards, output: folder_of(output[0]),
         device=lambda wildcards, output: device_args(
-            locks_of(output[0], f"{RUN_DIR}/{EVAL_VAL_FILES[0]}", wildcards), one_process=True
+            config, locks_of(output[0], f"{RUN_DIR}/{EVAL_VAL_FILES[0]}", wildcards), one_process=True
         ),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 evaluate --split val --run {params.run:q} --data {input.data:q}"

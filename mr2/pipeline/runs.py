@@ -1,0 +1,249 @@
+"""The runs of a pipeline config, each run's settings as the pipeline states them, and the hashes that
+name their folders.
+
+A run is (dataset, method, variant, seed). Its run config is the `run` section updated by the
+dataset's block, the method's model settings and options, the variant's option (a sweep's, a trial's
+or the tuning's choice), the seed and the run's tags; the engine fills every other key with its
+defaults (`mr2 configure`). The folder of a run is named after the first 8 hex digits of SHA-256 of its
+run config without the seed, so the seeds of one setting share their parent folder and a changed
+setting is a new folder.
+
+With a tuning stage (config key `tune`) a tuned method's final runs take the options the tuning of
+their dataset chose: ``chosen(dataset)`` gives that dataset's chosen.yaml as a mapping (the workflow
+reads it once its tune checkpoint has run).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ..common.runs import DEFAULT_VARIANT
+from ..common.tuning import TRIAL_TAG, TUNED_TAG, trial_index, trial_options, trial_variant
+from .config import (
+    PipelineConfigError,
+    convergence_datasets,
+    convergence_section,
+    epochs_of,
+    method_option_names,
+    sweep_variants,
+    tune_section,
+)
+from .paths import EVAL_FILES, EVAL_VAL_FILES, RUN_FILES, patterns
+
+#: the tuning's choice of a dataset (its chosen.yaml: {"methods": {method: {option: value}}})
+Chosen = Callable[[str], Mapping[str, Any]]
+
+
+def runs(config: dict) -> list[dict[str, Any]]:
+    """Every (dataset, method, variant, seed) of the config whose test results are tabled: each method
+    and sweep variant with every seed, and each method of the convergence checks with theirs (the
+    trials of the tuning stage are not: they are scored on validation only, `trial_runs`)."""
+    out = []
+    for dataset in config["datasets"]:
+        for method in config["methods"]:
+            for seed in config["seeds"]:
+                out.append(dict(dataset=dataset, method=method, variant=DEFAULT_VARIANT, seed=seed))
+        for variant in sweep_variants(config):
+            for seed in config["seeds"]:
+                out.append(dict(dataset=dataset, method=config["sweeps"]["method"], variant=variant, seed=seed))
+    convergence = convergence_section(config)
+    for dataset in convergence_datasets(config):
+        for method in config["methods"]:
+            for seed in convergence["seeds"]:
+                out.append(dict(dataset=dataset, method=method, variant=DEFAULT_VARIANT, seed=seed))
+    return out
+
+
+def trial_runs(config: dict, dataset: str) -> list[dict[str, Any]]:
+    """The runs the tuning stage scores on ``dataset``'s validation split: every trial of every searched
+    method and the reference (its validation accuracy ranks the classes), each with every tune seed."""
+    tune = tune_section(config)
+    reference = config["reference"]
+    out = [dict(dataset=dataset, method=reference, variant=DEFAULT_VARIANT, seed=s) for s in tune["seeds"]]
+    for method in tune["space"]:
+        for i in range(tune["trials"]):
+            out += [dict(dataset=dataset, method=method, variant=trial_variant(i), seed=s) for s in tune["seeds"]]
+    return out
+
+
+def tuned_method(config: dict, method: str) -> str | None:
+    """The searched method whose tuning sets ``method``'s options (itself, or the one it follows), or None."""
+    tune = tune_section(config)
+    if not tune:
+        return None
+    source = tune.get("follow", {}).get(method, method)
+    return source if source in tune["space"] else None
+
+
+def tuning_dataset(config: dict, dataset: str) -> str:
+    """The dataset whose tuning chooses the options of ``dataset``'s runs (a convergence check's: its dataset's)."""
+    return convergence_datasets(config).get(dataset, dataset)
+
+
+def chosen_options(config: dict, schema: dict, dataset: str, method: str, chosen: Chosen | None) -> dict[str, Any]:
+    """The options the tuning of ``dataset`` (of the dataset a convergence check is of) chose for
+    ``method``: those of the method it follows that it takes."""
+    if chosen is None:
+        raise PipelineConfigError(f"the runs of {method!r} on {dataset!r} take the tuning's choice (config key "
+                                  "'tune'): none was given")
+    options = chosen(tuning_dataset(config, dataset))["methods"][tuned_method(config, method)]
+    takes = method_option_names(schema, method)
+    return {key: value for key, value in options.items() if key in takes}
+
+
+def merged(base: dict, update: Mapping) -> dict:
+    """``base`` updated by ``update``, nested mappings merged key by key (the engine checks the keys)."""
+    out = copy.deepcopy(base)
+    for key, value in update.items():
+        out[key] = merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def dataset_block(config: dict, dataset: str) -> dict:
+    """The config's block of a target's dataset (a convergence check's: its dataset's block with factor x
+    the epochs); a `PipelineConfigError` naming the key when there is none."""
+    checks = convergence_datasets(config)
+    if dataset in checks:
+        base = checks[dataset]
+        epochs = convergence_section(config)["factor"] * epochs_of(config, base)
+        return merged(config["datasets"][base], {"train": {"epochs": epochs}})
+    if dataset not in config["datasets"]:
+        raise PipelineConfigError(
+            f"the target's dataset {dataset!r} is not in config key 'datasets' "
+            f"({', '.join(config['datasets'])}): add it, or give the --configfile that has it"
+        )
+    return config["datasets"][dataset]
+
+
+def run_config(config: dict, schema: dict, dataset: str, method: str, variant: str, seed: int | str,
+               chosen: Chosen | None = None) -> dict[str, Any]:
+    """The settings of one run as the pipeline states them: the `run` section, the dataset's block,
+    the method's model settings (`method_model`), the method's options, the variant's option (a
+    sweep's, a trial's, or the tuning's choice for a tuned method's default variant), the seed and the
+    run's tags. The engine fills every key left out with its defaults (`mr2 configure`) and writes the
+    result as the run's run.yaml."""
+    block = dataset_block(config, dataset)
+    cfg = merged(config["run"], {key: block.get(key, {}) for key in ("data", "model", "train")})
+    cfg = merged(cfg, {"model": config["method_model"].get(method, {})})  # the method's own model settings
+    options = copy.deepcopy(config["method_options"].get(method, {}))
+    tags: dict[str, Any] = {"variant": variant, "dataset_key": dataset}
+    checks = convergence_datasets(config)
+    if dataset in checks:
+        tags["convergence_of"] = checks[dataset]
+    tune = tune_section(config)
+    sweeps = sweep_variants(config)
+    if variant == DEFAULT_VARIANT and tuned_method(config, method):
+        options.update(chosen_options(config, schema, dataset, method, chosen))
+        tags[TUNED_TAG] = True
+    elif trial_index(variant) is not None and tune and method in tune["space"]:
+        index = trial_index(variant)
+        if index >= tune["trials"] or dataset not in config["datasets"]:
+            raise PipelineConfigError(f"the target's trial {dataset}/{method}/{variant} is not one of config key "
+                                      f"'tune' (trials 0..{tune['trials'] - 1} of the datasets' blocks)")
+        options.update(trial_options(tune["space"][method], tune["trials"], tune["seed"], method)[index])
+        tags[TRIAL_TAG], tags["searched"] = index, sorted(tune["space"][method])
+    elif variant != DEFAULT_VARIANT:
+        if variant not in sweeps:
+            raise PipelineConfigError(
+                f"the target's variant {variant!r} is neither {DEFAULT_VARIANT!r} nor one of config "
+                f"key 'sweeps' ({', '.join(sweeps) or 'none'}): add it there, or give "
+                "the --configfile that has it"
+            )
+        option, value = sweeps[variant]
+        options[option] = value
+        tags["sweep"] = option
+    return {
+        **cfg,
+        "seed": int(seed),
+        "device": config["device"],
+        "threads": config["threads"],
+        "tags": tags,
+        "method": {"name": method, "options": options},
+    }
+
+
+def short_hash(settings: Any) -> str:
+    """The first 8 hex digits of SHA-256 of ``settings`` as canonical JSON (sorted keys): the same
+    settings give the same name in every session and on every machine."""
+    text = json.dumps(settings, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def run_hash(config: dict, schema: dict, dataset: str, method: str, variant: str, chosen: Chosen | None = None) -> str:
+    """The name of a run's settings: the hash of its run config without the seed (the seed is the
+    folder below), so the seeds of one setting share their parent folder."""
+    settings = run_config(config, schema, dataset, method, variant, 0, chosen)
+    del settings["seed"]
+    return short_hash(settings)
+
+
+def data_settings(config: dict, dataset: str) -> dict[str, Any]:
+    """The data section of a dataset block as the pipeline states it (`run.data` updated by the block's)."""
+    return {"data": merged(config["run"].get("data", {}), dataset_block(config, dataset)["data"])}
+
+
+def data_hash(config: dict, dataset: str) -> str:
+    return short_hash(data_settings(config, dataset))
+
+
+def run_folder(config: dict, run_hash: str, dataset: str, method: str, variant: str, seed: int | str) -> str:
+    """The folder of one run (under the unmoved output root), its settings named ``run_hash``."""
+    return patterns(config["output_root"])["RUN_DIR"].format(
+        dataset=dataset, method=method, variant=variant, seed=seed, run_hash=run_hash
+    )
+
+
+def check_run_hash(dataset: str, method: str, variant: str, found: str, expected: str) -> None:
+    """A target's run must be one of the config's settings: the hash in its path (``found``) is the one
+    the config gives it, else a `PipelineConfigError` naming the folder (a folder of other settings is
+    never reused)."""
+    if found != expected:
+        raise PipelineConfigError(
+            f"the target's run folder {found!r} ({dataset}/{method}/{variant}) "
+            f"holds other settings than this config's ({expected!r}): list this config's folders with "
+            "`snakemake run_folders`, or give the --configfile of that run"
+        )
+
+
+def check_data_hash(dataset: str, found: str, expected: str) -> None:
+    """A target's prepared dataset must be the config's: else a `PipelineConfigError` naming it."""
+    if found != expected:
+        raise PipelineConfigError(
+            f"the target's prepared data {found!r} of dataset {dataset!r} holds other settings than "
+            f"this config's ({expected!r})"
+        )
+
+
+def result_inputs(config: dict, folder_of_run: Callable[..., str]) -> list[str]:
+    """What the aggregate step reads: every run's config, epochs and test evaluation (``folder_of_run(**run)``
+    the folder of a run)."""
+    files = RUN_FILES[1:] + [f"eval/{name}" for name in EVAL_FILES]
+    return [f"{folder_of_run(**r)}/{f}" for r in runs(config) for f in files]
+
+
+def trial_inputs(config: dict, dataset: str, folder_of_run: Callable[..., str]) -> list[str]:
+    """What the tune checkpoint of ``dataset`` reads: each trial run's config and validation evaluation."""
+    return [f"{folder_of_run(**r)}/{f}" for r in trial_runs(config, dataset) for f in [RUN_FILES[1], *EVAL_VAL_FILES]]
+
+
+def run_folders_table(config: dict, folder_of_run: Callable[..., str]) -> str:
+    """``dataset method variant seed folder`` per run of the config (folders relative to the output root;
+    ``folder_of_run(**run)`` the folder of a run)."""
+    out = str(Path(config["output_root"]))
+    rows = ["dataset\tmethod\tvariant\tseed\tfolder"]
+    for r in runs(config):
+        rows.append("\t".join([*map(str, r.values()), str(Path(folder_of_run(**r)).relative_to(out))]))
+    return "\n".join(rows)
+
+
+def analysed_method(config: dict) -> str:
+    """The MR² method whose margins the figures and the premise analysis show: mr2 when it runs, else
+    the first MR² method run or swept (mr2_uniform, ...), else mr2 (the figures then say it has no runs)."""
+    swept = [config["sweeps"]["method"]] if sweep_variants(config) else []
+    candidates = [m for m in [*config["methods"], *swept] if m.startswith("mr2")]
+    return "mr2" if "mr2" in candidates or not candidates else candidates[0]
