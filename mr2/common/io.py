@@ -140,3 +140,42 @@ def load_yaml_file(path: str | os.PathLike):
     except yaml.YAMLError as exc:
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         raise ValueError(f"{path} is not valid YAML ({problem})") from None
+
+
+def block_lines(text: str, begin: str, end: str, where: str = "the README") -> tuple[int, int] | None:
+    """The line numbers of the marker lines of the block ``begin`` ... ``end`` in ``text``, or None
+    when either marker is not there as a line of its own. A marker counts only as a whole line (one
+    quoted in a sentence or a code span is text); a marker line found twice, or the end before the
+    begin, is a ``ValueError`` naming ``where`` and the marker: which lines the block spans is then
+    unclear, and filling it could swallow lines outside it."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    starts = [i for i, line in enumerate(lines) if line == begin]
+    stops = [i for i, line in enumerate(lines) if line == end]
+    if not starts or not stops:
+        return None
+    for marker, found in ((begin, starts), (end, stops)):
+        if len(found) > 1:
+            raise ValueError(f"{where} has the marker line {marker} {len(found)} times (lines "
+                             f"{', '.join(str(i + 1) for i in found)}); keep one")
+    if stops[0] < starts[0]:
+        raise ValueError(f"{where}: the marker line {end} (line {stops[0] + 1}) comes before {begin} "
+                         f"(line {starts[0] + 1})")
+    return starts[0], stops[0]
+
+
+def fill_block_lines(text: str, begin: str, end: str, body: str | None, where: str = "the README") -> str:
+    """``text`` with the lines between the marker lines ``begin`` and ``end`` (``block_lines``)
+    replaced by ``body``, or with ``body`` None the block removed, its marker lines too; every line
+    outside the block is kept byte for byte. A ``ValueError`` naming ``where`` when there is no such
+    block, or when ``body`` holds a marker line of its own (the next update would take it for the
+    block's edge)."""
+    found = block_lines(text, begin, end, where)
+    if found is None:
+        raise ValueError(f"{where} has no block {begin} ... {end} to fill (each marker on a line of its own)")
+    new = [] if body is None else body.strip("\n").split("\n")
+    if {begin, end} & {line.rstrip() for line in new}:
+        raise ValueError(f"the new contents of {where}'s block {begin} hold one of its marker lines")
+    lines = text.splitlines(keepends=True)
+    first, last = found
+    inside = [lines[first], *(line + "\n" for line in new), lines[last]] if body is not None else []
+    return "".join(lines[:first] + inside + lines[last + 1:])

@@ -3,7 +3,21 @@ and its label."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+#: a name that is safe as a folder or a file stem (a dataset key, a variant, a README snapshot):
+#: letters, digits and _ . = -, starting with a letter or a digit, never ``..``
+SAFE_NAME = re.compile(r"(?!.*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*")
+
+
+def check_safe_name(what: str, value: Any) -> str:
+    """``value`` when it is a ``SAFE_NAME`` (whole string); a ``ValueError`` naming ``what`` otherwise."""
+    if not isinstance(value, str) or not SAFE_NAME.fullmatch(value):
+        raise ValueError(f"{what} {value!r} is not a safe name: letters, digits and _ . = - only, starting with a "
+                         "letter or a digit, no '..'")
+    return value
+
 
 RUN_KEYS = ["dataset", "method", "variant", "seed"]
 #: the variant of a method run with its configured options (sweeps add "option=value" variants)
