@@ -46,7 +46,9 @@ def positive_int(text: str) -> int:
 def device_options(p: argparse.ArgumentParser, default: str | None) -> None:
     """--device, --threads and the GPU-sharing options of the steps that run a model."""
     p.add_argument("--device", default=default, help=DEVICE_HELP + (f" (default: {default})" if default else ""))
-    p.add_argument("--threads", type=positive_int, default=None, help="CPU threads of this process (overrides the config's 'threads')")
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="CPU threads: they come from the run's config ('threads'), as a run's numbers depend on "
+                        "them; --threads must equal it, or sets it where the config leaves it unset (null)")
     p.add_argument("--gpu-slots", type=positive_int, default=None, metavar="N",
                    help="share the visible GPUs between up to N runs each: take the least busy GPU (needs --lock-dir)")
     p.add_argument("--lock-dir", default=None, help="folder of the GPU slot locks shared by the runs of one machine")
@@ -208,9 +210,11 @@ def engine_step(args) -> int:
         from .engine import jtt
         from .engine.train import NonFiniteLossError, train
 
-        sets = list(args.set) + [f"{key}={value}" for key, value in (("threads", args.threads), ("device", device))
-                                 if value is not None]
+        sets = list(args.set) + ([f"device={device}"] if device is not None else [])
         cfg = config_mod.resolve(args.config, sets)
+        threads = config_mod.threads_of_run(cfg["threads"], args.threads, "the run's config")
+        if threads != cfg["threads"]:  # the config left it unset: --threads fills it in
+            cfg = config_mod.resolve(args.config, sets + [f"threads={threads}"])
         if args.jtt_stage1 and args.jtt_errors:
             raise config_mod.ConfigError("--jtt-stage1 and --jtt-errors are two different stages; give one")
         if args.jtt_stage1:

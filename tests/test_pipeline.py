@@ -375,6 +375,22 @@ def test_gpu_jobs_spread_over_the_gpus_of_a_machine(tmp_path):
     assert "--gpu-slots" not in cpu.stdout and "on-gpus" not in cpu.stdout
 
 
+def test_a_jobs_command_does_not_depend_on_snakemakes_threads(tmp_path):
+    """Issue 41: a profile's `set-threads: train: 4` once reached `mr2 train --threads 4` and the CPU
+    results differed from a local run's. The job reserves the cores it is given, and runs the same
+    command: the engine takes the threads from the run's run.yaml (tests/test_red_team.py)."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    rules = ("train", "evaluate")
+    plain = run_snakemake(workdir, *SMOKE, "-n", "-p")
+    more = run_snakemake(workdir, *SMOKE, "-n", "-p", "--set-threads", *(f"{rule}=2" for rule in rules))  # --cores 2: at most 2
+    for rule in rules:
+        jobs = {name: jobs_of(res.stdout, rule) for name, res in (("plain", plain), ("more", more))}
+        assert jobs["more"] and all(re.search(r"^    threads: 2$", job, re.M) for job in jobs["more"])
+        commands = {name: sorted(line for job in found for line in job.splitlines() if "python -m mr2" in line)
+                    for name, found in jobs.items()}
+        assert commands["plain"] and commands["plain"] == commands["more"]
+
+
 def write_module_workflow(workdir, configfile="config/smoke.yaml", prefix=None):
     """``workdir/Snakefile``: a workflow that uses this one as the module ``mr2`` (rules renamed
     ``mr2_*``) with ``configfile`` and, when given, the module's ``prefix:``."""

@@ -65,7 +65,7 @@ TIMINGS = "timings.csv"  # wall-clock seconds per epoch: beside the outputs, nev
 OUTPUTS = ("model.pt", "config.yaml", "epochs.csv", CHECKPOINT, TIMINGS)
 CHECKPOINT_KEYS = ("config", "epoch", "state", "optimizer", "rows", "best", "data_checksum", "conditions")
 #: what to do when a resume differs from its checkpoint in one of ``run_conditions``
-RERUN_WITH = {"device": "--device {}", "processes": "torchrun --nproc_per_node {}", "threads": "--threads {}"}
+RERUN_WITH = {"device": "--device {}", "processes": "torchrun --nproc_per_node {}", "threads": "threads: {} in the run's config"}
 
 
 class NonFiniteLossError(RuntimeError):
