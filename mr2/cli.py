@@ -74,6 +74,9 @@ def parser() -> argparse.ArgumentParser:
         if name == "train":
             p.add_argument("--data", required=True, help="the prepared dataset file")
             device_options(p, None)
+            p.add_argument("--force", action="store_true",
+                           help="train into a folder that holds a finished run (model.pt): its model and evaluations "
+                                "(eval/, eval_val/) are removed first; without it such a folder is refused")
             p.add_argument("--jtt-stage1", action="store_true", help="train the stage-1 ERM run of the jtt run this config describes")
             p.add_argument("--jtt-errors", default=None, metavar="CSV",
                            help="JTT stage 2: up-sample this error set (written by 'mr2 errors') as the jtt run's options say")
@@ -166,7 +169,7 @@ def effect_option(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .common.io import DiskFullError
+    from .common.io import DiskFullError, os_error_line
 
     args = parser().parse_args(argv)
     try:
@@ -179,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         results_step(args)
     except (ValueError, FileNotFoundError, DiskFullError) as exc:  # bad input: a config, a file, a value; a full disk
         print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # an output that cannot be written (read-only, a file in the way, ...)
+        print(f"error: {os_error_line(exc)}", file=sys.stderr)
         return 2
     return 0
 
@@ -222,7 +228,7 @@ def engine_step(args) -> int:
         elif args.jtt_errors:
             cfg = jtt.stage2_config(cfg, args.jtt_errors)
         try:
-            train(cfg, args.data, args.out)
+            train(cfg, args.data, args.out, force=args.force)
         except NonFiniteLossError as exc:  # the run stopped: not bad input, exit code 1
             print(f"error: {one_line(exc)}", file=sys.stderr)
             return 1

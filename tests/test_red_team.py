@@ -68,3 +68,97 @@ def test_numbers_that_overflow_are_one_line_naming_the_key(digits, tmp_path, arg
               "--out", str(tmp_path / "run"))
     one_line_error(res, needle)
     assert not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------------------ 2. finished work is never lost or misattributed
+def test_training_into_a_finished_run_is_refused_unless_forced_and_force_drops_its_evaluations(digits, tmp_path):
+    cfg_file, run = tmp_path / "run.yaml", tmp_path / "run"
+    io.save_yaml(safety.run_cfg(), cfg_file)
+    train = ["train", "--config", str(cfg_file), "--data", str(digits), "--device", "cpu", "--out", str(run)]
+    assert mr2(*train).returncode == 0
+    for split in ("test", "val"):
+        folder = run / ("eval" if split == "test" else "eval_val")
+        assert mr2("evaluate", "--run", str(run), "--data", str(digits), "--out", str(folder), "--device", "cpu",
+                   "--split", split).returncode == 0
+    before = {f: sha256(run / f) for f in (*RECORD, "eval/per_class.csv", "eval_val/per_class.csv")}
+    # another config into the finished folder: refused, the run and its evaluations untouched
+    io.save_yaml(safety.run_cfg(seed=7), cfg_file)
+    one_line_error(mr2(*train), f"{run} holds a finished run (model.pt)", "--force")
+    assert {f: sha256(run / f) for f in before} == before
+    # --force with a refused data file: the finished run is still whole (nothing removed before the checks)
+    one_line_error(mr2(*train[:4], str(tmp_path / "none.pt"), *train[5:], "--force"), str(tmp_path / "none.pt"))
+    assert {f: sha256(run / f) for f in before} == before
+    # --force: the new run, and no evaluation of the old model left to be credited to it
+    assert mr2(*train, "--force").returncode == 0
+    assert not (run / "eval").exists() and not (run / "eval_val").exists()
+    assert yaml.safe_load((run / "config.yaml").read_text())["seed"] == 7 and sha256(run / "model.pt") != before["model.pt"]
+    res = mr2("aggregate", "--runs", str(run), "--out", str(tmp_path / "tables"))
+    one_line_error(res, f"missing run output {run / 'eval' / 'per_class.csv'}")
+
+
+def test_a_full_disk_while_training_is_one_line_and_exit_code_2(digits, tmp_path):
+    """The disk fills while the first checkpoint is written (its temporary is /dev/full): torch reports
+    the failed write as its own RuntimeError; the step says the disk is full, exit code 2 (not the
+    code of a diverged run), and leaves no model.pt."""
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    cfg_file, run = tmp_path / "run.yaml", tmp_path / "run"
+    io.save_yaml(safety.run_cfg(), cfg_file)
+    code = ("import os, sys, tempfile\n"
+            "real = tempfile.mkstemp\n"
+            "def full(*args, prefix=None, **kwargs):\n"
+            "    fd, name = real(*args, prefix=prefix, **kwargs)\n"
+            "    if prefix and prefix.startswith('.checkpoint.pt.'):\n"
+            "        os.unlink(name)\n"
+            "        os.symlink('/dev/full', name)  # every byte written to it: ENOSPC\n"
+            "    return fd, name\n"
+            "tempfile.mkstemp = full\n"
+            "from mr2 import cli\n"
+            "sys.exit(cli.main(sys.argv[1:]))\n")
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-c", code, "train", "--config", str(cfg_file), "--data", str(digits),
+                          "--device", "cpu", "--out", str(run)], capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    one_line_error(res, f"the disk is full: could not write {run / 'checkpoint.pt'}", code=2)
+    assert not (run / "model.pt").exists() and not [p for p in run.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_an_output_that_cannot_be_written_is_one_line_before_any_work(digits, tmp_path):
+    cfg_file = tmp_path / "run.yaml"
+    io.save_yaml(safety.run_cfg(), cfg_file)
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("keep me\n")
+    train = ["train", "--config", str(cfg_file), "--data", str(digits), "--device", "cpu", "--out"]
+    one_line_error(mr2(*train, str(a_file)), f"the run folder {a_file} is a file, not a folder")
+    one_line_error(mr2(*train, str(a_file / "run")), f"cannot write the run folder {a_file / 'run'}")
+    assert a_file.read_text() == "keep me\n"
+    assert mr2(*train, str(tmp_path / "run")).returncode == 0
+    res = mr2("evaluate", "--run", str(tmp_path / "run"), "--data", str(digits), "--out", str(a_file), "--device", "cpu")
+    one_line_error(res, f"the evaluation folder {a_file} is a file, not a folder")
+    # a read-only folder (as root, who may write anyway, the file system's refusal is played)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o555)
+    try:
+        play = os.access(locked, os.W_OK)
+        code = ("import errno, os, sys, tempfile\n"
+                "real = tempfile.mkstemp\n"
+                "def read_only(*args, dir=None, **kwargs):\n"
+                f"    if {play} and dir is not None and str(dir).startswith({str(locked)!r}):\n"
+                "        raise OSError(errno.EROFS, 'Read-only file system', str(dir))\n"
+                "    return real(*args, dir=dir, **kwargs)\n"
+                "tempfile.mkstemp = read_only\n"
+                "from mr2 import cli\n"
+                "sys.exit(cli.main(sys.argv[1:]))\n")
+        import subprocess
+        import sys
+
+        res = subprocess.run([sys.executable, "-c", code, *train, str(locked / "run")], capture_output=True, text=True,
+                             cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+        line = one_line_error(res, f"cannot write the run folder {locked / 'run'}")
+        assert "Permission denied" in line or "Read-only file system" in line
+        assert not (locked / "run" / "checkpoint.pt").exists()
+    finally:
+        locked.chmod(0o755)

@@ -52,6 +52,35 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             os.unlink(tmp)
 
 
+def writable_folder(path: str | os.PathLike, what: str = "output folder") -> Path:
+    """``path``, made with its parents and checked writable by creating and removing a temporary
+    file in it, before a step's long work starts; a file in the way, a read-only file system or a
+    missing permission is a ``ValueError`` naming ``what`` and ``path`` in one line (a full disk: a
+    ``DiskFullError``)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"the {what} {path} is a file, not a folder; give a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test.", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise DiskFullError(errno.ENOSPC, f"the disk is full: could not write into {path} (no space left on "
+                                              "device); free space and run the step again") from None
+        raise ValueError(f"cannot write the {what} {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def os_error_line(exc: OSError) -> str:
+    """An ``OSError`` as one line naming its file: ``<file>: <reason>`` (``one_line`` of it otherwise)."""
+    if exc.filename is not None and exc.strerror:
+        other = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+        return f"{exc.filename}{other}: {exc.strerror}"
+    return " ".join(str(exc).split())
+
+
 def _alive(pid: int) -> bool:
     """Whether process ``pid`` runs on this machine."""
     try:

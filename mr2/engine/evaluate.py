@@ -27,7 +27,7 @@ import torch
 from .config import threads_of_run
 from .data import load_prepared
 from .data.cache import check_same_file
-from ..common.io import remove_stray_temporaries, save_csv, save_json
+from ..common.io import remove_stray_temporaries, save_csv, save_json, writable_folder
 from ..common.runs import run_keys
 from .augment import normalize
 from .loader import Source
@@ -99,9 +99,9 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
     if split not in SPLITS:
         raise ValueError(f"evaluate: split must be one of {SPLITS}, got {split!r}")
     dev = select_device(device)
-    out = Path(out_dir)
-    remove_stray_temporaries(*(out / name for name in OUTPUTS))  # left by a killed earlier evaluation
     cfg, model, summary, data = load_run(run_dir, data_path, dev)
+    out = writable_folder(out_dir, "evaluation folder")  # a file in the way or a read-only folder: before any work
+    remove_stray_temporaries(*(out / name for name in OUTPUTS))  # left by a killed earlier evaluation
     set_run_threads(cfg, threads, run_dir)
     info, k = data.info, data.info.num_classes
     mean, std = torch.tensor(info.mean, device=dev), torch.tensor(info.std, device=dev)
