@@ -34,8 +34,16 @@ include: "workflow/rules/results.smk"
 include: "workflow/rules/theory.smk"
 
 
+# Every output of the results steps is a target of its own: a step interrupted while it wrote deletes
+# its outputs, and one that no later step reads (a PDF, settings.csv, an analysis table) would
+# otherwise never be made again.
 rule all:
     default_target: True
     input:
         REPORT,
         RUN_FOLDERS,
+        rules.aggregate.output,
+        rules.results_table.output,
+        rules.figures.output,
+        rules.analysis.output,
+        rules.theory_bound.output,

@@ -391,6 +391,30 @@ def test_a_jobs_command_does_not_depend_on_snakemakes_threads(tmp_path):
         assert commands["plain"] and commands["plain"] == commands["more"]
 
 
+def test_an_output_no_later_step_reads_is_made_again_when_deleted(tmp_path):
+    """Issue 41: an interrupted results step deletes its outputs, and `rule all` asked only for the
+    report and run_folders.tsv, so a PDF, settings.csv or an analysis table that no later step reads
+    was never made again ("Nothing to be done"). Every output of the results steps is a target: with
+    every planned output present and up to date, deleting one plans its step again."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    plan = run_snakemake(workdir, *SMOKE, "-n").stdout
+    for line in re.findall(r"^    output: (.*)$", plan, re.M):
+        for path in line.split(", "):
+            (workdir / path).parent.mkdir(parents=True, exist_ok=True)
+            (workdir / path).touch()
+    run_snakemake(workdir, *SMOKE, "--touch")  # every output up to date, in the order of the jobs
+    assert "Nothing to be done" in run_snakemake(workdir, *SMOKE, "-n").stdout
+    gone = {"aggregate": "results/tables/groups.csv", "results_table": "results/tables/settings.csv",
+            "figures": "results/figures/tradeoff.pdf", "analysis": "results/analysis/decomposition.csv",
+            "theory_bound": "results/theory/bound.csv"}
+    for path in gone.values():
+        (workdir / path).unlink()
+    again = run_snakemake(workdir, *SMOKE, "-n").stdout
+    for rule, path in gone.items():
+        job = jobs_of(again, rule)
+        assert len(job) == 1 and re.search(rf"reason: Missing output files: .*{re.escape(path)}", job[0]), rule
+
+
 def write_module_workflow(workdir, configfile="config/smoke.yaml", prefix=None):
     """``workdir/Snakefile``: a workflow that uses this one as the module ``mr2`` (rules renamed
     ``mr2_*``) with ``configfile`` and, when given, the module's ``prefix:``."""
