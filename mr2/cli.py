@@ -104,6 +104,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", nargs="+", required=True, help="run folders (each with config.yaml, epochs.csv, eval/)")
     p.add_argument("--reference", default="erm", help="the method whose per-class accuracy defines easy/medium/hard")
     p.add_argument("--out", required=True, help="the tables folder")
+    p.add_argument("--pipeline-config", default=None, metavar="JSON",
+                   help="the pipeline config recorded under the output root (pipeline_config.json): with "
+                        "--config-digest, refused unless it is this run's config")
+    p.add_argument("--config-digest", default=None, metavar="SHA256",
+                   help="the digest (mr2.common.io.config_digest) of the config this run is built from")
     p = sub.add_parser("tune", help="the tuning stage's choice: every trial's validation scores -> tuning.csv, "
                                     "chosen.yaml, budget.csv, tuning.md and the figure tuning.png")
     p.add_argument("--runs", nargs="+", required=True, help="the trials' run folders and the reference's at the trials' "
@@ -269,6 +274,15 @@ def results_step(args) -> None:
     from .results.groups import difficulty_table
 
     if args.step == "aggregate":
+        from .common.io import check_built_from
+        from .common.runs import read_run_config
+
+        if (args.pipeline_config is None) != (args.config_digest is None):
+            raise ValueError("--pipeline-config and --config-digest go together: give both or neither")
+        if args.pipeline_config is not None:  # before anything under the output root is replaced
+            check_built_from(args.pipeline_config, args.config_digest)
+        for run in args.runs:  # every run's config readable, each error naming its file
+            read_run_config(run)
         tables = results.aggregate(args.runs)
         tables["groups"] = difficulty_table(tables["per_class"], reference=args.reference)
         results.write_tables(tables, args.out)

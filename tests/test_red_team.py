@@ -162,3 +162,33 @@ def test_an_output_that_cannot_be_written_is_one_line_before_any_work(digits, tm
         assert not (locked / "run" / "checkpoint.pt").exists()
     finally:
         locked.chmod(0o755)
+
+
+def test_aggregate_refuses_an_output_root_built_from_another_config(tmp_path):
+    from results_data import write_run
+
+    run = write_run(tmp_path / "runs", "d", "erm", "default", 0)
+    recorded = tmp_path / "pipeline_config.json"
+    recorded.write_text('{"seeds": [0, 1], "output_root": "results"}\n')
+    mine = io.config_digest({"output_root": "results", "seeds": [0, 1]})
+    other = io.config_digest({"output_root": "results", "seeds": [0, 1, 2]})
+    args = ["aggregate", "--runs", str(run), "--out", str(tmp_path / "tables"), "--pipeline-config", str(recorded)]
+    line = one_line_error(mr2(*args, "--config-digest", other), f"{recorded} records another pipeline config "
+                          f"(digest {mine[:12]}) than this run's ({other[:12]})")
+    assert "own output_root" in line and not (tmp_path / "tables").exists()
+    one_line_error(mr2(*args), "--pipeline-config and --config-digest go together")
+    assert mr2(*args, "--config-digest", mine).returncode == 0 and (tmp_path / "tables" / "runs.csv").is_file()
+
+
+@pytest.mark.parametrize("text, needle", [("data: [a, b\n", "is not valid YAML"), ("- 1\n", "is damaged"),
+                                          ("data: {name: d}\nseed: 0\n", "is damaged: not a run's config as 'mr2 "
+                                                                         "train' writes it (it has no key 'method')"),
+                                          ("", "is damaged")])
+def test_a_damaged_run_config_in_aggregate_is_one_line_naming_it(tmp_path, text, needle):
+    from results_data import write_run
+
+    runs = [write_run(tmp_path / "runs", "d", "erm", "default", seed) for seed in (0, 1)]
+    (runs[1] / "config.yaml").write_text(text)
+    res = mr2("aggregate", "--runs", *map(str, runs), "--out", str(tmp_path / "tables"))
+    one_line_error(res, str(runs[1] / "config.yaml"), needle)
+    assert not (tmp_path / "tables").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import re
@@ -79,6 +80,34 @@ def os_error_line(exc: OSError) -> str:
         other = f" -> {exc.filename2}" if exc.filename2 is not None else ""
         return f"{exc.filename}{other}: {exc.strerror}"
     return " ".join(str(exc).split())
+
+
+def config_digest(config: Any) -> str:
+    """The SHA-256 of ``config`` as canonical JSON (sorted keys, no spaces, ASCII): the name of a
+    pipeline config that its outputs record and the results steps compare (``mr2 aggregate
+    --config-digest``); the same config gives the same digest in every session and on every machine."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_built_from(path: str | os.PathLike, digest: str) -> None:
+    """The pipeline config recorded at ``path`` (``pipeline_config.json``, JSON) must be the one whose
+    ``config_digest`` is ``digest``: the outputs under an output root are built from one config. A
+    ``ValueError`` naming the file, both digests and what to do otherwise (another working directory,
+    or another config, shares the output root)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path} (the pipeline config the results are built from)")
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON ({' '.join(str(exc).split())})") from None
+    found = config_digest(recorded)
+    if found != digest:
+        raise ValueError(f"{path} records another pipeline config (digest {found[:12]}) than this run's "
+                         f"({digest[:12]}): the tables, figures and report under {path.parent} would mix two "
+                         "configs (another working directory writes to the same output_root?); give this config "
+                         f"its own output_root, or delete {path} to rebuild them from this config")
 
 
 def _alive(pid: int) -> bool:
