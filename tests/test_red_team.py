@@ -192,3 +192,40 @@ def test_a_damaged_run_config_in_aggregate_is_one_line_naming_it(tmp_path, text,
     res = mr2("aggregate", "--runs", *map(str, runs), "--out", str(tmp_path / "tables"))
     one_line_error(res, str(runs[1] / "config.yaml"), needle)
     assert not (tmp_path / "tables").exists()
+
+
+# ------------------------------------------------------------------ 3. the red team's list
+def test_script_in_the_theory_section_or_the_pasted_results_table_is_inert(tmp_path):
+    """A dataset named ``fm<img src=x onerror=alert(1)>`` reached the report through the theory step's
+    section (written raw by theory/pipeline.py), and a results.md holding a tag or a javascript: link
+    was pasted as it was: every name is escaped where it is written, pasted Markdown keeps no tag, and
+    the page renders no raw HTML and no link that runs code."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import test_hostile as hostile
+    from mr2.results import tables as results
+    from mr2.results.groups import difficulty_table
+    from mr2.results.report import write_report
+    from theory.pipeline import bound_markdown, bound_table
+
+    import torch
+    from test_theory_pipeline import fake_runs
+
+    runs, per_class = fake_runs(torch.Generator().manual_seed(0), [("mr2", "default", 1.5, None)])
+    section = bound_markdown(bound_table(runs.assign(dataset=hostile.SCRIPT), per_class.assign(dataset=hostile.SCRIPT)))
+    t = results.aggregate(hostile.hostile_runs(tmp_path))
+    t["groups"] = difficulty_table(t["per_class"], reference="erm")
+    assert "<img" not in section and "fm&lt;img src=x onerror=alert(1)&gt;" in section
+    pasted = ("| a | b |\n|---|---|\n| <script>alert(5)</script> | [see](javascript:alert(6)) |\n\n"
+              "<img src=x onerror=alert(7)> [also](JaVa\tScRiPt:alert(8)) [paper](https://openreview.net)\n")
+    md_path, page = tmp_path / "report.md", tmp_path / "report_page.html"
+    body = write_report(t, pasted, {}, md_path, REPO / "workflow" / "report", {"seeds": [0]}, html_out=page,
+                        sections=[section + "\n<script>alert(9)</script>\n"])
+    html = page.read_text(encoding="utf-8")
+    for live in ("<script", "<img src=x", "javascript:", "JaVa"):
+        assert live not in html, live
+    assert "<script" not in body and "<img" not in body  # the Markdown report, too
+    assert "&lt;script&gt;alert(5)&lt;/script&gt;" in html and "&lt;script&gt;alert(9)" in html  # shown as text
+    assert 'href="https://openreview.net"' in html and "Theory: Proposition 1" in html
+    assert "fm&lt;img src=x onerror=alert(1)&gt;" in html
