@@ -229,3 +229,24 @@ def test_script_in_the_theory_section_or_the_pasted_results_table_is_inert(tmp_p
     assert "&lt;script&gt;alert(5)&lt;/script&gt;" in html and "&lt;script&gt;alert(9)" in html  # shown as text
     assert 'href="https://openreview.net"' in html and "Theory: Proposition 1" in html
     assert "fm&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+@pytest.mark.parametrize("share", ["hard link", "copy"])
+def test_an_image_shared_by_training_and_evaluation_is_refused_naming_both(tmp_path, share):
+    """Issue 41: a hard link (the same inode under two names) or a byte-identical copy of a training
+    image in the evaluation folder was accepted: a test image trained on."""
+    import shutil
+
+    from test_hostile import image_folder
+
+    root = image_folder(tmp_path / "set")
+    source, leak = root / "train" / "beta" / "2.png", root / "val" / "alpha" / "leak.png"
+    os.link(source, leak) if share == "hard link" else shutil.copyfile(source, leak)
+    res = mr2("prepare", "--set", "data.name=image_folder", "--set", f"data.root={root}", "--set", "data.image_size=4",
+              "--out", str(tmp_path / "d.pt"))
+    needle = "are the same image file" if share == "hard link" else "hold the same bytes (a copy)"
+    one_line_error(res, f"{source} and {leak} {needle}", "the training and the evaluation split")
+    assert not (tmp_path / "d.pt").exists()
+    leak.unlink()
+    assert mr2("prepare", "--set", "data.name=image_folder", "--set", f"data.root={root}", "--set",
+               "data.image_size=4", "--out", str(tmp_path / "d.pt")).returncode == 0
