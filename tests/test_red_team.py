@@ -250,3 +250,25 @@ def test_an_image_shared_by_training_and_evaluation_is_refused_naming_both(tmp_p
     leak.unlink()
     assert mr2("prepare", "--set", "data.name=image_folder", "--set", f"data.root={root}", "--set",
                "data.image_size=4", "--out", str(tmp_path / "d.pt")).returncode == 0
+
+
+@pytest.mark.parametrize("sets, needles", [
+    (["data.name=digits", "data.imbalance.ratio=1e9"],
+     ["dataset config key 'imbalance.ratio' 1e+09 leaves class(es) ['3', '4', '5', '6', '7', '8', '9'] without "
+      "training samples", "lower data.imbalance.ratio"]),
+    (["data.name=mnist1d", "data.options.num_samples=100", "data.options.train_split=0.05"],
+     ["data.options.num_samples 100 and data.options.train_split 0.05 leave class(es)", "without training samples"]),
+    (["data.name=mnist1d", "data.options.num_samples=10"],
+     ["data.options.num_samples 10 and data.options.train_split 0.8 leave class(es)"]),
+    (["data.name=mnist1d", "data.options.num_samples=99999999999999999999"],
+     ["option 'num_samples' (data.options.num_samples) must be in [10, 1000000]"]),
+], ids=["imbalance", "mnist1d-split", "mnist1d-samples", "mnist1d-overflow"])
+def test_a_class_left_without_training_samples_is_refused_at_prepare_naming_class_and_key(tmp_path, sets, needles):
+    """Issue 41: imbalance.ratio 1e9 left seven classes of digits without a training sample, and the
+    results still gave verdicts; MNIST-1D's options could empty classes of its training split."""
+    res = mr2("prepare", *[w for s in sets for w in ("--set", s)], "--out", str(tmp_path / "d.pt"))
+    one_line_error(res, *needles)
+    assert not (tmp_path / "d.pt").exists()
+    ok = [s for s in sets if "ratio" not in s and "options" not in s] + (["data.imbalance.ratio=100"] if
+                                                                        "imbalance" in str(sets) else [])
+    assert mr2("prepare", *[w for s in ok for w in ("--set", s)], "--out", str(tmp_path / "d.pt")).returncode == 0
