@@ -62,12 +62,26 @@ def test_the_threads_of_a_run_come_from_its_config_whatever_the_command_says(dig
                                           (["--set", "threads=99999999999"], "config key 'threads' must be an integer "
                                                                              "in [1, 4096]"),
                                           (["--set", "seed=18446744073709551616"], "config key 'seed' must be below "
-                                                                                   "2**64")])
+                                                                                   "2**64"),
+                                          (["--set", "train.crop_padding=99999999999999"],
+                                           "config key 'train.crop_padding' (99999999999999) exceeds the images' "
+                                           "side (8 pixels")])
 def test_numbers_that_overflow_are_one_line_naming_the_key(digits, tmp_path, args, needle):
     res = mr2("train", "--set", "data.name=digits", "--set", "model.name=mlp", *args, "--data", str(digits),
               "--out", str(tmp_path / "run"))
     one_line_error(res, needle)
-    assert not (tmp_path / "run").exists()
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
+
+
+@pytest.mark.parametrize("sets, needle", [
+    (["data.name=planted", "data.options.seed=18446744073709551616"], "option 'seed' must be below 2**64"),
+    (["data.name=planted", "data.options.dim=99999999999999999999"], "ask for 2e+24 numbers, more than 2.15e+09 (8 GiB"),
+    (["data.name=digits", "data.train_cap=18446744073709551616"], "config key 'train_cap' must be None or a positive "
+                                                                  "int below 2**63")])
+def test_data_options_that_overflow_are_one_line_naming_the_key(tmp_path, sets, needle):
+    res = mr2("prepare", *[w for s in sets for w in ("--set", s)], "--out", str(tmp_path / "d.pt"))
+    one_line_error(res, needle)
+    assert not (tmp_path / "d.pt").exists()
 
 
 # ------------------------------------------------------------------ 2. finished work is never lost or misattributed

@@ -118,6 +118,9 @@ class Runner:
                               f"({empty_val_cause(cfg['data'], self.data.train.y)}): set train.select=last or "
                               "prepare the data with a validation split")
         info = self.data.info
+        if info.kind == "image" and tc["crop_padding"] > max(info.input_shape[1:]):  # a padded batch would overflow
+            raise ConfigError(f"config key 'train.crop_padding' ({tc['crop_padding']}) exceeds the images' side "
+                              f"({max(info.input_shape[1:])} pixels of {data_path})")
         self.k = info.num_classes
         torch.manual_seed(cfg["seed"])
         self.model = build_from_config(cfg["model"], self.k, info.input_shape)

@@ -385,8 +385,8 @@ def resolve_config(cfg: dict) -> dict:
         raise ValueError(f"dataset config key 'split_seed' must be a non-negative int, got {seed!r}")
     for key in ("train_cap", "val_cap", "test_cap", "image_size"):
         v = out[key]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-            raise ValueError(f"dataset config key {key!r} must be None or a positive int, got {v!r}")
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v < 2**63):
+            raise ValueError(f"dataset config key {key!r} must be None or a positive int below 2**63, got {v!r}")
     if out["val_cap"] is not None and (out["train_cap"] is None or out["val_fraction"] != 0.0):
         raise ValueError(
             "dataset config key 'val_cap' draws the validation split from the training pool's images that "
