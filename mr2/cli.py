@@ -339,9 +339,15 @@ def results_step(args) -> None:
         from .results.report import write_report
 
         config = load_yaml_file(args.config)
+        pngs = sorted(Path(args.figures).glob("*.png"))
+        captions = Path(args.captions)
+        stray = [p for p in pngs if not (captions / f"{p.stem}.rst").is_file()]
+        if stray and (captions / "results_table.rst").is_file():  # the captions folder is right: the PNG is not
+            raise ValueError(f"{stray[0]} is no figure of the pipeline (there is no caption {captions / stray[0].stem}"
+                             f".rst): remove it from {args.figures}, or add its caption")
         t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
         out = Path(args.out)
-        figures = {p.stem: str(p.relative_to(out.parent)) for p in sorted(Path(args.figures).glob("*.png"))}
+        figures = {p.stem: str(p.relative_to(out.parent)) for p in pngs}
         md = (Path(args.tables) / "results.md").read_text(encoding="utf-8")
         sections = [Path(path).read_text(encoding="utf-8") for path in args.section]
         write_report(t, md, figures, out, args.captions, config, reference=args.reference, analysis=args.analysis,

@@ -286,3 +286,25 @@ def test_a_class_left_without_training_samples_is_refused_at_prepare_naming_clas
     ok = [s for s in sets if "ratio" not in s and "options" not in s] + (["data.imbalance.ratio=100"] if
                                                                         "imbalance" in str(sets) else [])
     assert mr2("prepare", *[w for s in ok for w in ("--set", s)], "--out", str(tmp_path / "d.pt")).returncode == 0
+
+
+def test_a_stray_png_in_the_figures_folder_is_named_by_the_report_step(tmp_path):
+    """It was 'caption .../notes.rst not found; give --captions the workflow's report folder': the wrong
+    hint (the captions folder is right, the PNG is not the pipeline's)."""
+    from results_data import write_run
+
+    runs = [str(write_run(tmp_path / "runs", "toy", m, "default", s)) for m in ("erm", "mr2") for s in (0, 1, 2)]
+    tables, figures = tmp_path / "tables", tmp_path / "figures"
+    assert mr2("aggregate", "--runs", *runs, "--out", str(tables)).returncode == 0
+    assert mr2("table", "--tables", str(tables)).returncode == 0
+    figures.mkdir()
+    (figures / "notes.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    report = ["report", "--tables", str(tables), "--figures", str(figures), "--config", str(REPO / "config" / "smoke.yaml"),
+              "--out", str(tmp_path / "report.md")]
+    line = one_line_error(mr2(*report, "--captions", str(REPO / "workflow" / "report")),
+                          f"{figures / 'notes.png'} is no figure of the pipeline", f"remove it from {figures}")
+    assert "give --captions" not in line and not (tmp_path / "report.md").exists()
+    # a wrong captions folder is still named as such
+    one_line_error(mr2(*report, "--captions", str(tmp_path)), "give --captions the workflow's report folder")
+    (figures / "notes.png").unlink()
+    assert mr2(*report, "--captions", str(REPO / "workflow" / "report")).returncode == 0
