@@ -308,3 +308,21 @@ def test_a_stray_png_in_the_figures_folder_is_named_by_the_report_step(tmp_path)
     one_line_error(mr2(*report, "--captions", str(tmp_path)), "give --captions the workflow's report folder")
     (figures / "notes.png").unlink()
     assert mr2(*report, "--captions", str(REPO / "workflow" / "report")).returncode == 0
+
+
+def test_every_step_names_an_out_that_is_a_file_or_a_folder_in_one_line(tmp_path):
+    from results_data import write_run
+
+    a_file, a_folder = tmp_path / "notes.txt", tmp_path / "folder"
+    a_file.write_text("keep me\n")
+    a_folder.mkdir()
+    run = str(write_run(tmp_path / "runs", "toy", "erm", "default", 0))
+    cases = [(["aggregate", "--runs", run, "--out", str(a_file)], f"cannot write {a_file / 'per_class.csv'}: {a_file} "
+                                                                   "is a file, not a folder"),
+             (["prepare", "--set", "data.name=digits", "--out", str(a_folder)], f"cannot write {a_folder}: it is a "
+                                                                                 "folder; give a file name"),
+             (["configure", "--run", "method: {name: erm}", "--out", str(a_file / "x" / "run.yaml")],
+              f"{a_file} is a file, not a folder")]
+    for args, needle in cases:
+        one_line_error(mr2(*args), needle)
+    assert a_file.read_text() == "keep me\n" and list(a_folder.iterdir()) == []

@@ -31,8 +31,14 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path`` (``.<name>.<pid>.<random>.tmp``); on success it is
     flushed to disk, given the mode a plain ``open()`` would give (``0o666 & ~umask``, not
     ``mkstemp``'s 0600) and renamed over ``path`` atomically. A full disk (``ENOSPC``) anywhere in
-    this is a ``DiskFullError`` naming ``path`` in one line; nothing is left behind."""
+    this is a ``DiskFullError`` naming ``path`` in one line; nothing is left behind. A folder at
+    ``path``, or a file where one of its folders should be, is a ``ValueError`` naming both."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"cannot write {path}: it is a folder; give a file name")
+    blocker = next(p for p in path.parents if p.exists() or p == p.parent)  # the nearest existing ancestor
+    if blocker.exists() and not blocker.is_dir():
+        raise ValueError(f"cannot write {path}: {blocker} is a file, not a folder")
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
