@@ -2,11 +2,11 @@
 
   mr2 configure --run <settings YAML> --out results/runs/<...>/run.yaml   (or --data: a dataset's)
   mr2 prepare  --config <data.yaml> [--set k=v ...] --out results/data/<dataset>.pt
-  mr2 train    --config <run.yaml> [--set k=v ...] --data <prepared.pt> --out <run dir>
+  mr2 train    --config <run.yaml> [--set k=v ...] --data <prepared.pt> --out <run dir> [--force]
   mr2 evaluate --run <run dir> --data <prepared.pt> --out <eval dir> [--split val]
   mr2 errors   --run <run dir> --data <prepared.pt> --out <errors.csv>   (JTT: misclassified training samples)
   mr2 on-gpus  N --lock-dir <dir> -- <command ...>   (run a command on N free GPUs of this machine: torchrun jobs)
-  mr2 aggregate --runs <run dir> ... --reference erm --out results/tables
+  mr2 aggregate --runs <run dir> ... --reference erm --out results/tables [--pipeline-config <json> --config-digest <sha256>]
   mr2 tune     --runs <trial and reference run dirs> ... --criterion hard --out results/tune/<dataset>
   mr2 table    --tables results/tables --reference erm
   mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2] [--method mr2]

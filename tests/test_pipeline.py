@@ -194,6 +194,11 @@ def test_killed_training_job_resumes_when_the_workflow_is_rerun(smoke_workdir):
     log = (smoke_workdir / (run.replace("results/runs/", "results/logs/train/") + ".log")).read_text()
     assert "resuming" in log and "after epoch 1" in log
     assert not (smoke_workdir / run / "checkpoint.pt").exists()
+    # a finished run trained again by the workflow: Snakemake removes the job's outputs first, so
+    # `mr2 train` (which refuses a folder holding a finished run without --force) trains it
+    before = (smoke_workdir / outputs[0]).read_bytes()
+    run_snakemake(smoke_workdir, outputs[0], "--forcerun", "train", *SMOKE)
+    assert (smoke_workdir / outputs[0]).read_bytes() == before  # and the same bytes again
 
 
 def test_theory_assumptions_reach_the_theory_step(smoke_workdir, tmp_path):
