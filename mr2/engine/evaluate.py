@@ -100,9 +100,9 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
         raise ValueError(f"evaluate: split must be one of {SPLITS}, got {split!r}")
     dev = select_device(device)
     cfg, model, summary, data = load_run(run_dir, data_path, dev)
+    set_run_threads(cfg, threads, run_dir)
     out = writable_folder(out_dir, "evaluation folder")  # a file in the way or a read-only folder: before any work
     remove_stray_temporaries(*(out / name for name in OUTPUTS))  # left by a killed earlier evaluation
-    set_run_threads(cfg, threads, run_dir)
     info, k = data.info, data.info.num_classes
     mean, std = torch.tensor(info.mean, device=dev), torch.tensor(info.std, device=dev)
     def transform(x):
