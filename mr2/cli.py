@@ -2,11 +2,11 @@
 
   mr2 configure --run <settings YAML> --out results/runs/<...>/run.yaml   (or --data: a dataset's)
   mr2 prepare  --config <data.yaml> [--set k=v ...] --out results/data/<dataset>.pt
-  mr2 train    --config <run.yaml> [--set k=v ...] --data <prepared.pt> --out <run dir>
+  mr2 train    --config <run.yaml> [--set k=v ...] --data <prepared.pt> --out <run dir> [--force]
   mr2 evaluate --run <run dir> --data <prepared.pt> --out <eval dir> [--split val]
   mr2 errors   --run <run dir> --data <prepared.pt> --out <errors.csv>   (JTT: misclassified training samples)
   mr2 on-gpus  N --lock-dir <dir> -- <command ...>   (run a command on N free GPUs of this machine: torchrun jobs)
-  mr2 aggregate --runs <run dir> ... --reference erm --out results/tables
+  mr2 aggregate --runs <run dir> ... --reference erm --out results/tables [--pipeline-config <json> --config-digest <sha256>]
   mr2 tune     --runs <trial and reference run dirs> ... --criterion hard --out results/tune/<dataset>
   mr2 table    --tables results/tables --reference erm
   mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2] [--method mr2]
@@ -46,7 +46,9 @@ def positive_int(text: str) -> int:
 def device_options(p: argparse.ArgumentParser, default: str | None) -> None:
     """--device, --threads and the GPU-sharing options of the steps that run a model."""
     p.add_argument("--device", default=default, help=DEVICE_HELP + (f" (default: {default})" if default else ""))
-    p.add_argument("--threads", type=positive_int, default=None, help="CPU threads of this process (overrides the config's 'threads')")
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="CPU threads: they come from the run's config ('threads'), as a run's numbers depend on "
+                        "them; --threads must equal it, or sets it where the config leaves it unset (null)")
     p.add_argument("--gpu-slots", type=positive_int, default=None, metavar="N",
                    help="share the visible GPUs between up to N runs each: take the least busy GPU (needs --lock-dir)")
     p.add_argument("--lock-dir", default=None, help="folder of the GPU slot locks shared by the runs of one machine")
@@ -72,6 +74,9 @@ def parser() -> argparse.ArgumentParser:
         if name == "train":
             p.add_argument("--data", required=True, help="the prepared dataset file")
             device_options(p, None)
+            p.add_argument("--force", action="store_true",
+                           help="train into a folder that holds a finished run (model.pt): its model and evaluations "
+                                "(eval/, eval_val/) are removed first; without it such a folder is refused")
             p.add_argument("--jtt-stage1", action="store_true", help="train the stage-1 ERM run of the jtt run this config describes")
             p.add_argument("--jtt-errors", default=None, metavar="CSV",
                            help="JTT stage 2: up-sample this error set (written by 'mr2 errors') as the jtt run's options say")
@@ -99,6 +104,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", nargs="+", required=True, help="run folders (each with config.yaml, epochs.csv, eval/)")
     p.add_argument("--reference", default="erm", help="the method whose per-class accuracy defines easy/medium/hard")
     p.add_argument("--out", required=True, help="the tables folder")
+    p.add_argument("--pipeline-config", default=None, metavar="JSON",
+                   help="the pipeline config recorded under the output root (pipeline_config.json): with "
+                        "--config-digest, refused unless it is this run's config")
+    p.add_argument("--config-digest", default=None, metavar="SHA256",
+                   help="the digest (mr2.common.io.config_digest) of the config this run is built from")
     p = sub.add_parser("tune", help="the tuning stage's choice: every trial's validation scores -> tuning.csv, "
                                     "chosen.yaml, budget.csv, tuning.md and the figure tuning.png")
     p.add_argument("--runs", nargs="+", required=True, help="the trials' run folders and the reference's at the trials' "
@@ -166,7 +176,7 @@ def effect_option(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .common.io import DiskFullError
+    from .common.io import DiskFullError, os_error_line
 
     args = parser().parse_args(argv)
     try:
@@ -179,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
         results_step(args)
     except (ValueError, FileNotFoundError, DiskFullError) as exc:  # bad input: a config, a file, a value; a full disk
         print(f"error: {one_line(exc)}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # an output that cannot be written (read-only, a file in the way, ...)
+        print(f"error: {os_error_line(exc)}", file=sys.stderr)
         return 2
     return 0
 
@@ -210,9 +223,11 @@ def engine_step(args) -> int:
         from .engine import jtt
         from .engine.train import NonFiniteLossError, train
 
-        sets = list(args.set) + [f"{key}={value}" for key, value in (("threads", args.threads), ("device", device))
-                                 if value is not None]
+        sets = list(args.set) + ([f"device={device}"] if device is not None else [])
         cfg = config_mod.resolve(args.config, sets)
+        threads = config_mod.threads_of_run(cfg["threads"], args.threads, "the run's config")
+        if threads != cfg["threads"]:  # the config left it unset: --threads fills it in
+            cfg = config_mod.resolve(args.config, sets + [f"threads={threads}"])
         if args.jtt_stage1 and args.jtt_errors:
             raise config_mod.ConfigError("--jtt-stage1 and --jtt-errors are two different stages; give one")
         if args.jtt_stage1:
@@ -220,7 +235,7 @@ def engine_step(args) -> int:
         elif args.jtt_errors:
             cfg = jtt.stage2_config(cfg, args.jtt_errors)
         try:
-            train(cfg, args.data, args.out)
+            train(cfg, args.data, args.out, force=args.force)
         except NonFiniteLossError as exc:  # the run stopped: not bad input, exit code 1
             print(f"error: {one_line(exc)}", file=sys.stderr)
             return 1
@@ -261,6 +276,15 @@ def results_step(args) -> None:
     from .results.groups import difficulty_table
 
     if args.step == "aggregate":
+        from .common.io import check_built_from
+        from .common.runs import read_run_config
+
+        if (args.pipeline_config is None) != (args.config_digest is None):
+            raise ValueError("--pipeline-config and --config-digest go together: give both or neither")
+        if args.pipeline_config is not None:  # before anything under the output root is replaced
+            check_built_from(args.pipeline_config, args.config_digest)
+        for run in args.runs:  # every run's config readable, each error naming its file
+            read_run_config(run)
         tables = results.aggregate(args.runs)
         tables["groups"] = difficulty_table(tables["per_class"], reference=args.reference)
         results.write_tables(tables, args.out)
@@ -321,9 +345,15 @@ def results_step(args) -> None:
         from .results.report import write_report
 
         config = load_yaml_file(args.config)
+        pngs = sorted(Path(args.figures).glob("*.png"))
+        captions = Path(args.captions)
+        stray = [p for p in pngs if not (captions / f"{p.stem}.rst").is_file()]
+        if stray and (captions / "results_table.rst").is_file():  # the captions folder is right: the PNG is not
+            raise ValueError(f"{stray[0]} is no figure of the pipeline (there is no caption {captions / stray[0].stem}"
+                             f".rst): remove it from {args.figures}, or add its caption")
         t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
         out = Path(args.out)
-        figures = {p.stem: str(p.relative_to(out.parent)) for p in sorted(Path(args.figures).glob("*.png"))}
+        figures = {p.stem: str(p.relative_to(out.parent)) for p in pngs}
         md = (Path(args.tables) / "results.md").read_text(encoding="utf-8")
         sections = [Path(path).read_text(encoding="utf-8") for path in args.section]
         write_report(t, md, figures, out, args.captions, config, reference=args.reference, analysis=args.analysis,

@@ -72,13 +72,15 @@ COLOURS = {"ant": (255, 0, 0), "bee": (0, 128, 255), "cat": (10, 200, 30)}
 
 
 def write_image_folder(root, per_class=(3, 2), sizes=((20, 12), (9, 15)), ext=".png"):
-    """root/train/<c>/*.png and root/val/<c>/*.png, each image a solid class colour."""
+    """root/train/<c>/*.png and root/val/<c>/*.png, each image a solid class colour (one unit of red off
+    in val: no evaluation image is a copy of a training image)."""
     for split, n in zip(("train", "val"), per_class):
         for c, colour in COLOURS.items():
             d = root / split / c
             d.mkdir(parents=True)
+            shade = colour if split == "train" else (colour[0] ^ 1, *colour[1:])
             for i in range(n):
-                Image.new("RGB", sizes[i % len(sizes)], colour).save(d / f"{i}{ext}")
+                Image.new("RGB", sizes[i % len(sizes)], shade).save(d / f"{i}{ext}")
 
 
 def solid_jpg(path, colour=(100, 50, 200), size=(10, 8)):

@@ -195,6 +195,11 @@ def test_killed_training_job_resumes_when_the_workflow_is_rerun(smoke_workdir):
     log = (smoke_workdir / (run.replace("results/runs/", "results/logs/train/") + ".log")).read_text()
     assert "resuming" in log and "after epoch 1" in log
     assert not (smoke_workdir / run / "checkpoint.pt").exists()
+    # a finished run trained again by the workflow: Snakemake removes the job's outputs first, so
+    # `mr2 train` (which refuses a folder holding a finished run without --force) trains it
+    before = (smoke_workdir / outputs[0]).read_bytes()
+    run_snakemake(smoke_workdir, outputs[0], "--forcerun", "train", *SMOKE)
+    assert (smoke_workdir / outputs[0]).read_bytes() == before  # and the same bytes again
 
 
 def test_theory_assumptions_reach_the_theory_step(smoke_workdir, tmp_path):
@@ -374,6 +379,78 @@ def test_gpu_jobs_spread_over_the_gpus_of_a_machine(tmp_path):
     assert evaluate and all("gpu=1" in job and "--gpu-slots 1 --lock-dir" in job for job in evaluate)
     cpu = run_snakemake(workdir, *SMOKE, "-n", "-p")
     assert "--gpu-slots" not in cpu.stdout and "on-gpus" not in cpu.stdout
+
+
+def test_a_jobs_command_does_not_depend_on_snakemakes_threads(tmp_path):
+    """Issue 41: a profile's `set-threads: train: 4` once reached `mr2 train --threads 4` and the CPU
+    results differed from a local run's. The job reserves the cores it is given, and runs the same
+    command: the engine takes the threads from the run's run.yaml (tests/test_red_team.py)."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    rules = ("train", "evaluate")
+    plain = run_snakemake(workdir, *SMOKE, "-n", "-p")
+    more = run_snakemake(workdir, *SMOKE, "-n", "-p", "--set-threads", *(f"{rule}=2" for rule in rules))  # --cores 2: at most 2
+    for rule in rules:
+        jobs = {name: jobs_of(res.stdout, rule) for name, res in (("plain", plain), ("more", more))}
+        assert jobs["more"] and all(re.search(r"^    threads: 2$", job, re.M) for job in jobs["more"])
+        commands = {name: sorted(line for job in found for line in job.splitlines() if "python -m mr2" in line)
+                    for name, found in jobs.items()}
+        assert commands["plain"] and commands["plain"] == commands["more"]
+
+
+def touched_workdir(path):
+    """A working directory in which every output the smoke config plans exists (empty) and is up to
+    date, without running a job: the workflow's plan, for tests of what it plans next."""
+    workdir = workdir_with_configs(path)
+    plan = run_snakemake(workdir, *SMOKE, "-n").stdout
+    for line in re.findall(r"^    output: (.*)$", plan, re.M):
+        for name in line.split(", "):
+            (workdir / name).parent.mkdir(parents=True, exist_ok=True)
+            (workdir / name).touch()
+    run_snakemake(workdir, *SMOKE, "--touch")  # every output up to date, in the order of the jobs
+    assert "Nothing to be done" in run_snakemake(workdir, *SMOKE, "-n").stdout
+    return workdir
+
+
+def test_an_output_no_later_step_reads_is_made_again_when_deleted(tmp_path):
+    """Issue 41: an interrupted results step deletes its outputs, and `rule all` asked only for the
+    report and run_folders.tsv, so a PDF, settings.csv or an analysis table that no later step reads
+    was never made again ("Nothing to be done"). Every output of the results steps is a target: with
+    every planned output present and up to date, deleting one plans its step again."""
+    workdir = touched_workdir(tmp_path / "wd")
+    gone = {"aggregate": "results/tables/groups.csv", "results_table": "results/tables/settings.csv",
+            "figures": "results/figures/tradeoff.pdf", "analysis": "results/analysis/decomposition.csv",
+            "theory_bound": "results/theory/bound.csv"}
+    for path in gone.values():
+        (workdir / path).unlink()
+    again = run_snakemake(workdir, *SMOKE, "-n").stdout
+    for rule, path in gone.items():
+        job = jobs_of(again, rule)
+        assert len(job) == 1 and re.search(rf"reason: Missing output files: .*{re.escape(path)}", job[0]), rule
+
+
+def test_results_built_from_another_config_are_refused_saying_which(tmp_path):
+    """Issue 41: two working directories writing to one output_root both ran (Snakemake's lock is per
+    directory), and the tables, figures and report mixed two configs. The output root's
+    pipeline_config.json records the config; aggregate refuses one of another config, naming it, and
+    goes on once it records this run's (the rule rewrites it when the config changes)."""
+    workdir = touched_workdir(tmp_path / "wd")
+    recorded = workdir / "results" / "pipeline_config.json"
+    # another working directory, another config (seeds), the same output root: it records its config there
+    other = workdir_with_configs(tmp_path / "other")
+    run_snakemake(other, str(recorded), "--forcerun", "pipeline_config", *SMOKE, "--config", "seeds=[0,1,2]",
+                  f"output_root={recorded.parent}")
+    assert json.loads(recorded.read_text())["seeds"] == [0, 1, 2]
+    (workdir / "results" / "tables" / "runs.csv").unlink()
+    res = run_snakemake(workdir, "results/tables/runs.csv", *SMOKE, check=False)
+    log = (workdir / "results" / "logs" / "aggregate.log").read_text().strip()
+    assert res.returncode != 0 and log.startswith("error: ") and len(log.splitlines()) == 1, log
+    assert f"{recorded.relative_to(workdir)} records another pipeline config" in log and "own output_root" in log
+    # this config's record: the check passes (the touched run files are the next thing it reads)
+    run_snakemake(workdir, "results/pipeline_config.json", "--forcerun", "pipeline_config", *SMOKE)
+    assert json.loads(recorded.read_text())["seeds"] == [0, 1]
+    run_snakemake(workdir, "results/tables/runs.csv", *SMOKE, check=False)
+    log = (workdir / "results" / "logs" / "aggregate.log").read_text().strip()
+    assert "records another pipeline config" not in log and "config.yaml is damaged" in log, log
 
 
 def write_module_workflow(workdir, configfile="config/smoke.yaml", prefix=None):

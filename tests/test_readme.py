@@ -233,3 +233,74 @@ def test_the_own_loop_snippet_runs_as_written():
     gamma = scope["criterion"].margins()
     assert gamma.shape == (10,) and abs(float(gamma.mean()) - 1.0) < 1e-5  # Corollary 1 keeps the mean at c̄
     assert scope["criterion"].stats.count.sum() == 20 * 32  # every sample merged into the statistics
+
+
+def one_row_tables(folder):
+    table = pd.DataFrame([{"dataset": "d", "method": "erm", "variant": "default", "n_seeds": 2, "n_paired": 0,
+                           "all_mean": 81.25, "all_std": 0.5, "all_diff": float("nan"), "all_diff_lo": float("nan"),
+                           "all_diff_hi": float("nan")}])
+    folder.mkdir(parents=True, exist_ok=True)
+    write_results_table(table, folder / "results.csv", folder / "results.md")
+    return folder
+
+
+def test_a_marker_quoted_in_prose_is_text_and_an_unclear_block_is_refused(tmp_path):
+    """Issue 41: a begin marker quoted in a sentence once made `mr2 readme` delete every line up to the
+    real block with exit code 0. Markers count only as whole lines; a doubled or reversed marker is one
+    line of error and the README is left as it was."""
+    import test_safety as safety
+
+    tables = one_row_tables(tmp_path / "tables")
+    readme = tmp_path / "README.md"
+    prose = ("The table sits between `<!-- results:x -->` and its end marker.\nline A <!-- /results:x --> quoted\n"
+             "line B\n<!-- results:x -->\nold\n<!-- /results:x -->\nafter\n")
+    readme.write_text(prose)
+    update_readme(tables, "x", readme, tmp_path, log=lambda *_: None)
+    text = readme.read_text()
+    assert text.startswith(prose.split("<!-- results:x -->\nold")[0]) and text.endswith("<!-- /results:x -->\nafter\n")
+    assert "old" not in text and readme_blocks(text)["x"] == (tmp_path / "docs/results/x/results.md").read_text().strip()
+    for bad, needle in [("<!-- results:x -->\na\n<!-- /results:x -->\n<!-- results:x -->\nb\n<!-- /results:x -->\n",
+                         "marker line <!-- results:x --> 2 times (lines 1, 4)"),
+                        ("keep\n<!-- /results:x -->\nkeep too\n<!-- results:x -->\n",
+                         "<!-- /results:x --> (line 2) comes before <!-- results:x --> (line 4)"),
+                        ("the block `<!-- results:x -->` ... `<!-- /results:x -->` is shown here\n",
+                         "no block <!-- results:x --> ... <!-- /results:x -->")]:
+        readme.write_text(bad)
+        res = safety.mr2("readme", "--tables", str(tables), "--name", "x", "--readme", str(readme))
+        safety.assert_one_line_error(res, needle)
+        assert readme.read_text() == bad  # nothing lost, nothing written
+    with pytest.raises(ValueError, match="hold one of its marker lines"):
+        fill_block("<!-- results:x -->\n<!-- /results:x -->\n", "x", "a\n<!-- /results:x -->\nb")
+
+
+@pytest.mark.parametrize("name", ["..", ".", "-x", "a/b", "a..b"])
+def test_a_snapshot_name_that_is_no_safe_name_is_refused_before_anything_is_written(tmp_path, name):
+    import test_safety as safety
+
+    tables = one_row_tables(tmp_path / "tables")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"<!-- results:{name} -->\n<!-- /results:{name} -->\n")
+    res = safety.mr2("readme", "--tables", str(tables), f"--name={name}", "--readme", str(readme))
+    safety.assert_one_line_error(res, f"snapshot name {name!r} is not a safe name")
+    assert not (tmp_path / "docs").exists() and not (ROOT / "docs" / "results.csv").exists()
+
+
+def test_a_new_snapshot_without_its_excerpt_and_figure_removes_the_old_ones(tmp_path):
+    """Issue 41: a re-snapshot kept an earlier run's excerpt ("16 seeds") under the new table."""
+    tables = one_row_tables(tmp_path / "run" / "tables")
+    (tmp_path / "run" / "report.md").write_text(REPORT.replace("intro", "16 seeds"))
+    (tmp_path / "run" / "figures").mkdir()
+    (tmp_path / "run" / "figures" / "x.png").write_bytes(b"\x89PNG\r\n\x1a\nfake")
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- results:x -->\n<!-- /results:x -->\nb\n<!-- excerpt:x -->\n<!-- /excerpt:x -->\nc\n"
+                      "<!-- figure:x.x -->\n<!-- /figure:x.x -->\nd\n<!-- excerpt:y -->\nother\n<!-- /excerpt:y -->\n")
+    update_readme(tables, "x", readme, tmp_path, sections=["Long-tailed data"], figures=["x"], log=lambda *_: None)
+    folder = tmp_path / "docs" / "results" / "x"
+    assert "16 seeds" in readme.read_text() and (folder / "excerpt.md").is_file() and (folder / "x.png").is_file()
+    said = []
+    update_readme(tables, "x", readme, tmp_path, log=said.append)  # the next run's table alone
+    text = readme.read_text()
+    assert "16 seeds" not in text and "excerpt:x" not in text and "figure:x.x" not in text
+    assert text.startswith("a\n<!-- results:x -->\n") and "\nb\nc\nd\n<!-- excerpt:y -->\nother\n" in text
+    assert not (folder / "excerpt.md").exists() and not (folder / "x.png").exists() and not (folder / "x.md").exists()
+    assert (folder / "results.md").is_file() and len(said) == 2 and "excerpt:x" in said[0] and "figure:x.x" in said[1]

@@ -255,7 +255,7 @@ def test_resume_with_other_threads_or_device_is_refused_naming_both(digits, tmp_
     with pytest.raises(Stop):
         train(cfg, digits, out, log=stop_after_epoch(1))
     try:
-        with pytest.raises(ValueError, match=r"written with threads=1, this run has threads=2: .*--threads 1"):
+        with pytest.raises(ValueError, match=r"written with threads=1, this run has threads=2: .*threads: 1 in the run's config"):
             train({**cfg, "threads": 2}, digits, out, log=lambda *_: None)
     finally:
         torch.set_num_threads(1)

@@ -32,6 +32,7 @@ from mr2.common.io import save_text
 from mr2.common.runs import DEFAULT_VARIANT, RUN_KEYS, run_label
 from mr2.results.figures import sweep_members
 from mr2.results.groups import class_names
+from mr2.results.html import escape_text
 from mr2.results.plotting import class_axis, class_axis_width, method_colour, symbol, value_ticks
 
 from .bound import NORMS, augmented_variability, bound_from_summary, complexity_term, trained_margins
@@ -273,7 +274,7 @@ def bound_markdown(table: pd.DataFrame) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for _, r in s.iterrows():
-        cells = [str(r["dataset"]), run_label(r["method"], r["variant"])] + [
+        cells = [escape_text(r["dataset"]), escape_text(run_label(r["method"], r["variant"]))] + [
             _number(r[col]) for col in ("c_bar", *TERMS, "bound", "test_error", "tightness")]
         cells += [f"{r['holds']}/{r['runs']}", f"{r['complexity_ratio']:.3f}"]
         lines.append("| " + " | ".join(cells) + " |")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import re
@@ -30,8 +31,14 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path`` (``.<name>.<pid>.<random>.tmp``); on success it is
     flushed to disk, given the mode a plain ``open()`` would give (``0o666 & ~umask``, not
     ``mkstemp``'s 0600) and renamed over ``path`` atomically. A full disk (``ENOSPC``) anywhere in
-    this is a ``DiskFullError`` naming ``path`` in one line; nothing is left behind."""
+    this is a ``DiskFullError`` naming ``path`` in one line; nothing is left behind. A folder at
+    ``path``, or a file where one of its folders should be, is a ``ValueError`` naming both."""
     path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"cannot write {path}: it is a folder; give a file name")
+    blocker = next(p for p in path.parents if p.exists() or p == p.parent)  # the nearest existing ancestor
+    if blocker.exists() and not blocker.is_dir():
+        raise ValueError(f"cannot write {path}: {blocker} is a file, not a folder")
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -50,6 +57,63 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     finally:
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def writable_folder(path: str | os.PathLike, what: str = "output folder") -> Path:
+    """``path``, made with its parents and checked writable by creating and removing a temporary
+    file in it, before a step's long work starts; a file in the way, a read-only file system or a
+    missing permission is a ``ValueError`` naming ``what`` and ``path`` in one line (a full disk: a
+    ``DiskFullError``)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"the {what} {path} is a file, not a folder; give a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".write-test.", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise DiskFullError(errno.ENOSPC, f"the disk is full: could not write into {path} (no space left on "
+                                              "device); free space and run the step again") from None
+        raise ValueError(f"cannot write the {what} {path}: {exc.strerror or exc}") from None
+    return path
+
+
+def os_error_line(exc: OSError) -> str:
+    """An ``OSError`` as one line naming its file: ``<file>: <reason>`` (``one_line`` of it otherwise)."""
+    if exc.filename is not None and exc.strerror:
+        other = f" -> {exc.filename2}" if exc.filename2 is not None else ""
+        return f"{exc.filename}{other}: {exc.strerror}"
+    return " ".join(str(exc).split())
+
+
+def config_digest(config: Any) -> str:
+    """The SHA-256 of ``config`` as canonical JSON (sorted keys, no spaces, ASCII): the name of a
+    pipeline config that its outputs record and the results steps compare (``mr2 aggregate
+    --config-digest``); the same config gives the same digest in every session and on every machine."""
+    text = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_built_from(path: str | os.PathLike, digest: str) -> None:
+    """The pipeline config recorded at ``path`` (``pipeline_config.json``, JSON) must be the one whose
+    ``config_digest`` is ``digest``: the outputs under an output root are built from one config. A
+    ``ValueError`` naming the file, both digests and what to do otherwise (another working directory,
+    or another config, shares the output root)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path} (the pipeline config the results are built from)")
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON ({' '.join(str(exc).split())})") from None
+    found = config_digest(recorded)
+    if found != digest:
+        raise ValueError(f"{path} records another pipeline config (digest {found[:12]}) than this run's "
+                         f"({digest[:12]}): the tables, figures and report under {path.parent} would mix two "
+                         "configs (another working directory writes to the same output_root?); give this config "
+                         f"its own output_root, or delete {path} to rebuild them from this config")
 
 
 def _alive(pid: int) -> bool:
@@ -140,3 +204,42 @@ def load_yaml_file(path: str | os.PathLike):
     except yaml.YAMLError as exc:
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         raise ValueError(f"{path} is not valid YAML ({problem})") from None
+
+
+def block_lines(text: str, begin: str, end: str, where: str = "the README") -> tuple[int, int] | None:
+    """The line numbers of the marker lines of the block ``begin`` ... ``end`` in ``text``, or None
+    when either marker is not there as a line of its own. A marker counts only as a whole line (one
+    quoted in a sentence or a code span is text); a marker line found twice, or the end before the
+    begin, is a ``ValueError`` naming ``where`` and the marker: which lines the block spans is then
+    unclear, and filling it could swallow lines outside it."""
+    lines = [line.rstrip() for line in text.splitlines()]
+    starts = [i for i, line in enumerate(lines) if line == begin]
+    stops = [i for i, line in enumerate(lines) if line == end]
+    if not starts or not stops:
+        return None
+    for marker, found in ((begin, starts), (end, stops)):
+        if len(found) > 1:
+            raise ValueError(f"{where} has the marker line {marker} {len(found)} times (lines "
+                             f"{', '.join(str(i + 1) for i in found)}); keep one")
+    if stops[0] < starts[0]:
+        raise ValueError(f"{where}: the marker line {end} (line {stops[0] + 1}) comes before {begin} "
+                         f"(line {starts[0] + 1})")
+    return starts[0], stops[0]
+
+
+def fill_block_lines(text: str, begin: str, end: str, body: str | None, where: str = "the README") -> str:
+    """``text`` with the lines between the marker lines ``begin`` and ``end`` (``block_lines``)
+    replaced by ``body``, or with ``body`` None the block removed, its marker lines too; every line
+    outside the block is kept byte for byte. A ``ValueError`` naming ``where`` when there is no such
+    block, or when ``body`` holds a marker line of its own (the next update would take it for the
+    block's edge)."""
+    found = block_lines(text, begin, end, where)
+    if found is None:
+        raise ValueError(f"{where} has no block {begin} ... {end} to fill (each marker on a line of its own)")
+    new = [] if body is None else body.strip("\n").split("\n")
+    if {begin, end} & {line.rstrip() for line in new}:
+        raise ValueError(f"the new contents of {where}'s block {begin} hold one of its marker lines")
+    lines = text.splitlines(keepends=True)
+    first, last = found
+    inside = [lines[first], *(line + "\n" for line in new), lines[last]] if body is not None else []
+    return "".join(lines[:first] + inside + lines[last + 1:])

@@ -27,7 +27,13 @@ def save_torch(obj: Any, path: str | os.PathLike) -> None:
     random name), and through a file object always ``archive/...``, so the same ``obj`` gives the
     same bytes on every run."""
     with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        torch.save(obj, f)
+        try:
+            torch.save(obj, f)
+        except RuntimeError as exc:  # torch reports a failed write as its own error; the OSError
+            cause = exc.__cause__ or exc.__context__  # (a full disk: ENOSPC) is what ``atomic_path`` names
+            if isinstance(cause, OSError):
+                raise cause from None
+            raise
 
 
 def load_torch(path: str | os.PathLike, map_location: Any = "cpu") -> Any:

@@ -20,7 +20,7 @@ from ..common.io import load_yaml
 DEFAULTS: dict[str, Any] = {
     "seed": 0,
     "device": "auto",  # auto | cpu | cuda | cuda:N
-    "threads": None,  # CPU threads; None leaves torch's default (the caller should set it)
+    "threads": None,  # CPU threads (part of the run: float sums split by thread); None leaves torch's default
     "amp": "auto",  # auto (bf16 autocast on CUDA) | bf16 | off
     "tags": {},  # free-form labels carried into every output (e.g. variant: "c_bar=0.5")
     "data": {
@@ -91,6 +91,8 @@ OPTIONAL_POSITIVE = [("train", "grad_clip")]  # None (off) or a positive number
 INTEGER = {("train", "epochs"): 1, ("train", "batch_size"): 1, ("train", "eval_batch_size"): 1,
            ("train", "num_workers"): 0, ("train", "crop_padding"): 0, ("train", "shift"): 0,
            ("train", "upsample_factor"): 1, ("seed",): 0, ("threads",): 1}
+#: the most CPU threads a run may ask for (torch takes a C int; far beyond any machine's cores)
+MAX_THREADS = 4096
 DEVICE = re.compile(r"auto|cpu|cuda(:\d+)?")
 NON_NEGATIVE = [("train", "weight_decay"), ("train", "warmup_epochs"), ("train", "min_lr"), ("train", "momentum")]
 OPTIONAL_PATH = [("model", "weights"), ("train", "upsample_file")]  # None or a file name
@@ -166,6 +168,28 @@ def check_device(spec: Any) -> str:
     return spec
 
 
+def check_threads(value: int, what: str) -> int:
+    """``value`` when it is at most ``MAX_THREADS``; a ``ConfigError`` naming ``what`` otherwise."""
+    if value > MAX_THREADS:
+        raise ConfigError(f"{what} must be an integer in [1, {MAX_THREADS}], got {value}")
+    return value
+
+
+def threads_of_run(configured: int | None, given: int | None, where: str) -> int | None:
+    """The CPU threads of a step that runs a run's model: the run config's ``threads`` (``configured``;
+    on CPU a run's numbers depend on it, so a run's bytes depend on its config alone). ``given``
+    (``--threads``) must equal it, or fills it in where the config leaves it unset (None); a
+    ``ConfigError`` naming both values and ``where`` (the config) otherwise."""
+    if given is None:
+        return configured
+    check_threads(given, "--threads")
+    if configured is not None and given != configured:
+        raise ConfigError(f"--threads {given} differs from config key 'threads' ({configured}) of {where}: a run's "
+                          "numbers depend on its CPU threads, so they come from its config; drop --threads or "
+                          "change the config's 'threads'")
+    return given
+
+
 def _get(cfg: dict, path: tuple[str, ...]) -> Any:
     for part in path:
         cfg = cfg[part]
@@ -193,6 +217,8 @@ def validate(cfg: dict) -> dict:
             raise ConfigError(f"config key {'.'.join(path)!r} must be an integer >= {least}, got {value!r}")
         if value >= 2**64:  # torch's generators take 64 bits
             raise ConfigError(f"config key {'.'.join(path)!r} must be below 2**64, got {value!r}")
+        if path == ("threads",):
+            check_threads(value, "config key 'threads'")
     for path in POSITIVE + OPTIONAL_POSITIVE:
         value = _get(cfg, path)
         if path in OPTIONAL_POSITIVE and value is None:

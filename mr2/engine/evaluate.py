@@ -24,9 +24,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from .config import threads_of_run
 from .data import load_prepared
 from .data.cache import check_same_file
-from ..common.io import remove_stray_temporaries, save_csv, save_json
+from ..common.io import remove_stray_temporaries, save_csv, save_json, writable_folder
 from ..common.runs import run_keys
 from .augment import normalize
 from .loader import Source
@@ -79,6 +80,14 @@ def load_run(run_dir: str | Path, data_path: str | Path, device: torch.device):
     return cfg, model.to(device), saved["class_summary"], data
 
 
+def set_run_threads(cfg: dict[str, Any], threads: int | None, run_dir: str | Path) -> None:
+    """Run a finished run's model with the CPU threads of its config (``threads_of_run``: ``threads``,
+    the command's ``--threads``, must equal them), so its evaluation does not depend on the command."""
+    n = threads_of_run(cfg.get("threads"), threads, f"the run's config in {Path(run_dir) / 'model.pt'}")
+    if n:
+        torch.set_num_threads(n)
+
+
 SPLITS = ("test", "val")  # what ``evaluate`` may measure: the test set, or the validation split (tuning)
 
 
@@ -89,12 +98,11 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
     the columns and keys named ``test`` are then named ``val`` (``n_val``, ``val_a``, ``val_ce``, ...)."""
     if split not in SPLITS:
         raise ValueError(f"evaluate: split must be one of {SPLITS}, got {split!r}")
-    if threads:
-        torch.set_num_threads(threads)
     dev = select_device(device)
-    out = Path(out_dir)
-    remove_stray_temporaries(*(out / name for name in OUTPUTS))  # left by a killed earlier evaluation
     cfg, model, summary, data = load_run(run_dir, data_path, dev)
+    set_run_threads(cfg, threads, run_dir)
+    out = writable_folder(out_dir, "evaluation folder")  # a file in the way or a read-only folder: before any work
+    remove_stray_temporaries(*(out / name for name in OUTPUTS))  # left by a killed earlier evaluation
     info, k = data.info, data.info.num_classes
     mean, std = torch.tensor(info.mean, device=dev), torch.tensor(info.std, device=dev)
     def transform(x):

@@ -78,13 +78,12 @@ def error_set(run_dir: str | Path, data_path: str | Path, out: str | Path, devic
     a CSV with a row per misclassified training sample (``index`` into the split, ``label``,
     ``predicted``), sorted by index. ``data_path`` must be the prepared file the run was trained
     on (``load_run``). Returns the table."""
-    from .evaluate import load_run
+    from .evaluate import load_run, set_run_threads
 
-    if threads:
-        torch.set_num_threads(threads)
     dev = select_device(device)
     remove_stray_temporaries(out)  # left by a killed earlier run of this step
     cfg, model, _, data = load_run(run_dir, data_path, dev)  # data: the file the run was trained on
+    set_run_threads(cfg, threads, run_dir)
     mean, std = torch.tensor(data.info.mean, device=dev), torch.tensor(data.info.std, device=dev)
     source = Source(data.train, dev, cfg["train"]["num_workers"])
     # the whole model on normalised images, as in evaluation (a linear probe's backbone is frozen,

@@ -51,7 +51,9 @@ from .accel import CompiledOrEager, optimizer_options, to_channels_last, uses_ch
 from .config import ConfigError
 from .data import load_prepared
 from .data.cache import check_made_from, check_same_file
-from ..common.io import remove_stray_temporaries, save_csv, save_yaml
+import shutil
+
+from ..common.io import remove_stray_temporaries, save_csv, save_yaml, writable_folder
 from .checkpoint import load_torch, require_keys, save_torch
 from .loader import Source, in_memory
 from ..method.losses import build_loss, resolve_options
@@ -63,9 +65,11 @@ from .upsample import epoch_index
 CHECKPOINT = "checkpoint.pt"
 TIMINGS = "timings.csv"  # wall-clock seconds per epoch: beside the outputs, never one of them
 OUTPUTS = ("model.pt", "config.yaml", "epochs.csv", CHECKPOINT, TIMINGS)
+#: a run folder's evaluations (``mr2 evaluate``: test, and validation for tuning), which belong to its model.pt
+EVALUATIONS = ("eval", "eval_val")
 CHECKPOINT_KEYS = ("config", "epoch", "state", "optimizer", "rows", "best", "data_checksum", "conditions")
 #: what to do when a resume differs from its checkpoint in one of ``run_conditions``
-RERUN_WITH = {"device": "--device {}", "processes": "torchrun --nproc_per_node {}", "threads": "--threads {}"}
+RERUN_WITH = {"device": "--device {}", "processes": "torchrun --nproc_per_node {}", "threads": "threads: {} in the run's config"}
 
 
 class NonFiniteLossError(RuntimeError):
@@ -114,6 +118,9 @@ class Runner:
                               f"({empty_val_cause(cfg['data'], self.data.train.y)}): set train.select=last or "
                               "prepare the data with a validation split")
         info = self.data.info
+        if info.kind == "image" and tc["crop_padding"] > max(info.input_shape[1:]):  # a padded batch would overflow
+            raise ConfigError(f"config key 'train.crop_padding' ({tc['crop_padding']}) exceeds the images' side "
+                              f"({max(info.input_shape[1:])} pixels of {data_path})")
         self.k = info.num_classes
         torch.manual_seed(cfg["seed"])
         self.model = build_from_config(cfg["model"], self.k, info.input_shape)
@@ -373,15 +380,38 @@ def resume_key(cfg: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in cfg.items() if k not in ("threads", "device")}
 
 
-def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print) -> dict[str, Any]:
-    """Train one run (see module docstring). Returns the last epoch's run-level numbers."""
+def check_run_folder(out: Path, force: bool) -> None:
+    """A run folder that holds a finished run (``model.pt``) is trained into again only with ``force``:
+    its model, and the evaluations made of it, would otherwise be replaced or credited to another
+    config. A ``ValueError`` naming the folder otherwise; then the folder is made and checked writable
+    (``writable_folder``)."""
+    if (out / "model.pt").is_file() and not force:
+        raise ValueError(f"{out} holds a finished run (model.pt): train into another folder, or give --force to "
+                         f"train it again (its model.pt and evaluations {', '.join(EVALUATIONS)}/ are removed first)")
+    writable_folder(out, "run folder")
+
+
+def forget_finished_run(out: Path) -> None:
+    """Remove a finished run's evaluations, then its ``model.pt`` (``--force``, once the new run's
+    config and data are checked): a failed retraining leaves no evaluation of a model that is gone."""
+    for name in EVALUATIONS:
+        if (out / name).is_dir():
+            shutil.rmtree(out / name, ignore_errors=False)
+    (out / "model.pt").unlink(missing_ok=True)
+
+
+def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print, force: bool = False) -> dict[str, Any]:
+    """Train one run (see module docstring) into ``out_dir``; a folder holding a finished run only
+    with ``force`` (``check_run_folder``). Returns the last epoch's run-level numbers."""
     # every option of the method and of the model written out: the saved config says what the run used
     cfg = {**cfg, "method": {**cfg["method"], "options": resolve_options(cfg["method"]["name"], cfg["method"]["options"])},
            "model": {**cfg["model"], "options": resolve_model_options(cfg["model"]["name"], cfg["model"]["options"])}}
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    check_run_folder(out, force)
     runner = Runner(cfg, data_path, out, log)
     log = runner.log  # silent on every rank but 0
+    if force and runner.world.is_main:
+        forget_finished_run(out)
     if runner.world.is_main:
         remove_stray_temporaries(*(out / name for name in OUTPUTS))  # left by a killed earlier run
     tc = cfg["train"]

@@ -38,6 +38,13 @@ def escape_frame(frame):
     return frame
 
 
+def inert_markdown(text: str) -> str:
+    """Markdown written by another step or read from a file (the results table's ``results.md``, the
+    theory section) with every ``<`` as its entity: its tables, emphasis and links stay Markdown, but
+    no HTML tag of it is live in the report or its page (``fm<script>`` shows as text)."""
+    return text.replace("<", "&lt;")
+
+
 def code_block(text: str, language: str = "") -> str:
     """``text`` as a fenced Markdown code block whose fence is longer than any run of backticks in
     it, so no line of ``text`` can close the block and turn the rest into live Markdown or HTML."""
@@ -94,9 +101,36 @@ def embed_images(html: str, base: Path) -> str:
     return IMG_SRC.sub(inline, html)
 
 
+#: the link schemes a report page may hold (any other, ``javascript:`` above all, becomes ``#``)
+SAFE_SCHEMES = ("http", "https", "mailto")
+HREF = re.compile(r'(<a\b[^>]*?\bhref=")([^"]*)(")')
+
+
+def safe_links(html: str) -> str:
+    """Every link of a rendered page whose target names a scheme other than ``SAFE_SCHEMES``
+    (``javascript:``, ``data:``, ...; spaces and control characters ignored, as browsers ignore them)
+    pointed at ``#`` instead: a Markdown link of a pasted file runs nothing when clicked."""
+    def check(match: re.Match) -> str:
+        target = re.sub(r"[\x00-\x20\x7f]", "", html_lib.unescape(match.group(2)))
+        scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", target)
+        keep = scheme is None or scheme.group(1).lower() in SAFE_SCHEMES
+        return match.group(0) if keep else f"{match.group(1)}#{match.group(3)}"
+
+    return HREF.sub(check, html)
+
+
+def render_markdown(text: str) -> str:
+    """``text`` rendered to HTML (tables, fenced code) with raw HTML switched off: a tag in the text
+    is shown as text, never passed through, and links are ``safe_links``."""
+    md = markdown.Markdown(extensions=["tables", "fenced_code"])
+    md.preprocessors.deregister("html_block")
+    md.inlinePatterns.deregister("html")
+    return safe_links(md.convert(text))
+
+
 def report_html(text: str, base: Path, title: str = "MR² replication report") -> str:
     """The Markdown report ``text`` (figure links relative to ``base``) as a standalone HTML page."""
-    body = scrolling(embed_images(markdown.markdown(text, extensions=["tables", "fenced_code"]), base))
+    body = scrolling(embed_images(render_markdown(text), base))
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>"
             f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n")
 

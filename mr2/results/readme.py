@@ -30,7 +30,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..common.io import save_csv, save_text
+from ..common.io import block_lines, fill_block_lines, save_csv, save_text
+from ..common.runs import check_safe_name
 from .tables import results_markdown
 from .verdicts import update_verdicts
 
@@ -56,24 +57,25 @@ def markers(name: str, kind: str) -> tuple[str, str]:
 
 def readme_blocks(text: str, kind: str = "results") -> dict[str, str]:
     """Every generated block of a README of one ``kind`` (results, excerpt): name -> the text
-    between its markers."""
+    between its markers (each a line of its own)."""
     return {m.group(1): m.group(2).strip("\n") for m in
-            re.finditer(rf"<!-- {kind}:([\w.-]+) -->\n(.*?)\n<!-- /{kind}:\1 -->", text, flags=re.S)}
+            re.finditer(rf"^<!-- {kind}:([\w.-]+) -->\n(.*?)\n<!-- /{kind}:\1 -->$", text, flags=re.S | re.M)}
 
 
 def require_block(text: str, name: str, kind: str = "results") -> tuple[str, str]:
-    """The markers of the README's block ``kind:name``; a ValueError naming them if it lacks one."""
+    """The markers of the README's block ``kind:name``, each a line of its own (``block_lines``); a
+    ValueError naming them if it lacks one, or has one twice or in the wrong order."""
     begin, end = markers(name, kind)
-    if begin not in text or end not in text:
-        raise ValueError(f"the README has no block {begin} ... {end} to fill")
+    if block_lines(text, begin, end) is None:
+        raise ValueError(f"the README has no block {begin} ... {end} to fill (each marker on a line of its own)")
     return begin, end
 
 
-def fill_block(text: str, name: str, body: str, kind: str = "results") -> str:
-    """``text`` with the block ``kind:name`` holding ``body`` (the block must exist)."""
+def fill_block(text: str, name: str, body: str | None, kind: str = "results") -> str:
+    """``text`` with the block ``kind:name`` holding ``body`` (the block must exist; ``body`` None
+    removes it, markers included); every line outside it is kept (``fill_block_lines``)."""
     begin, end = require_block(text, name, kind)
-    head, rest = text.split(begin, 1)
-    return f"{head}{begin}\n{body}\n{end}{rest.split(end, 1)[1]}"
+    return fill_block_lines(text, begin, end, body)
 
 
 def report_sections(report: str, headings: Sequence[str]) -> str:
@@ -126,6 +128,20 @@ def figure_caption(lines: Sequence[str], image: int) -> range:
     return range(start, end)
 
 
+def stale_parts(text: str, folder: Path, name: str, excerpt: bool, figures: Sequence[str]) -> list:
+    """What an earlier snapshot of ``name`` left that this one does not make again: [(block name, kind,
+    [files in ``folder``])] for the excerpt (without ``excerpt``) and every figure not in ``figures``
+    (a figure of the snapshot is its caption file ``<stem>.md`` beside ``<stem>.png``)."""
+    out = []
+    if not excerpt and ((folder / "excerpt.md").is_file() or block_lines(text, *markers(name, "excerpt"))):
+        out.append((name, "excerpt", [folder / "excerpt.md"]))
+    kept = {"excerpt", "results", *figures}
+    for caption_file in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        if caption_file.stem not in kept and (folder / f"{caption_file.stem}.png").is_file():
+            out.append((f"{name}.{caption_file.stem}", "figure", [caption_file, folder / f"{caption_file.stem}.png"]))
+    return out
+
+
 def snapshot_markdown(csv: str | Path, reference: str = "erm") -> str:
     """The results table's Markdown regenerated from its CSV, as ``mr2 table`` writes it."""
     return results_markdown(pd.read_csv(csv), reference=reference)
@@ -145,7 +161,7 @@ def keep_tuning(source: Path, target: Path) -> None:
 
 def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md", root: str | Path = ".",
                   config: str | None = None, sections: Sequence[str] = (), report: str | Path | None = None,
-                  figures: Sequence[str] = ()) -> Path:
+                  figures: Sequence[str] = (), log=print) -> Path:
     """Copy ``<tables>/results.{csv,md}`` (and comparisons.csv, settings.csv where the run wrote
     them; settings.csv gains a column ``config``: ``config``, else ``name``) to
     ``docs/results/<name>/``, put the Markdown into the README's block ``name`` (which must exist)
@@ -153,10 +169,11 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md
     report (``report``, default ``<tables>/../report.md``) kept as ``excerpt.md`` and shown in the
     README's block ``excerpt:<name>`` (``report_sections``). ``figures``: stems of the report's
     figures copied with their captions into the snapshot and shown in the blocks
-    ``figure:<name>.<stem>`` (``report_figure``). Returns the snapshot folder."""
+    ``figure:<name>.<stem>`` (``report_figure``). An excerpt or a figure of an earlier snapshot of
+    ``name`` that this one does not give again is removed with its README block (``log`` says which),
+    so no text of an earlier run stands under the new table. Returns the snapshot folder."""
     for what, value in [("snapshot name", name), *(("figure", stem) for stem in figures)]:
-        if not re.fullmatch(r"[\w.-]+", value):
-            raise ValueError(f"{what} {value!r}: letters, digits, _ . - only")
+        check_safe_name(what, value)  # a folder under docs/results and file stems: never '..' or a path
     readme, tables = Path(readme), Path(tables)
     text = readme.read_text(encoding="utf-8")
     require_block(text, name)  # before anything is copied
@@ -184,7 +201,16 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md
         caption = re.sub(r"results/tables/(?=(?:results|comparisons|settings)\.csv)", f"{here}/", caption)
         pictures[stem] = (image, f"![{stem}]({here}/{stem}.png)\n\n{caption}".strip("\n"))
         text = fill_block(text, f"{name}.{stem}", pictures[stem][1], "figure")
+    stale = stale_parts(text, folder, name, bool(sections), figures)
+    for block, kind, _ in stale:
+        if block_lines(text, *markers(block, kind)) is not None:
+            text = fill_block(text, block, None, kind)
     folder.mkdir(parents=True, exist_ok=True)
+    for block, kind, files in stale:
+        for file in files:
+            file.unlink(missing_ok=True)
+        log(f"[readme] removed {kind}:{block} of an earlier snapshot (its block and {len(files)} file(s)): "
+            f"not given again")
     for file in REQUIRED + OPTIONAL:
         if (tables / file).is_file():
             shutil.copyfile(tables / file, folder / file)

@@ -18,7 +18,7 @@ from ..common.io import save_text
 from ..common.runs import DEFAULT_VARIANT
 from .figures import available_figures, changed_classes, class_changes, missing_lines
 from .groups import held_out_group_accuracy
-from .html import code_block, escape_frame, escape_text, write_report_html
+from .html import code_block, escape_frame, escape_text, inert_markdown, write_report_html
 from .plotting import caption, display_name
 from .longtail import longtail_section
 from .premise_text import premise_section
@@ -287,7 +287,8 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
     (``mr2.results.regimes``), "Does the premise hold?" from ``analysis`` (the folder of
     ``mr2.analysis.write_analysis``), the other steps' ``sections``, the other figures, the config.
     Every name from the tables (datasets, methods, variants, classes) is ``escape_text``-ed, and the
-    config is shown in a code block no string of it can close: no markup of a config or a CSV is live.
+    config is shown in a code block no string of it can close; the pasted ``results_md`` and ``sections``
+    are ``inert_markdown``, and the page renders no raw HTML: no markup of a config, a CSV or a file is live.
     """
     tables_reference = reference  # the name as the tables hold it, for what is computed rather than shown
     per_class, runs, groups = (escape_frame(tables[name]) for name in ("per_class", "runs", "groups"))
@@ -324,7 +325,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "",
         caption(report_dir, "results_table"),
         "",
-        results_md.strip(),
+        inert_markdown(results_md.strip()),
         "",
         "## What we find",
         "",
@@ -336,7 +337,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         *longtail_section(per_class, runs, reference),
         *regime_section(per_class, runs, groups, reference),
         *(premise_section(analysis, out, report_dir, reference) if analysis else []),
-        *[f"{section.strip()}\n" for section in sections],
+        *[f"{inert_markdown(section.strip())}\n" for section in sections],
     ]
     if shown:
         text += ["## More figures", ""]

@@ -50,8 +50,18 @@ rule data_config:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 configure --data {params.settings:q} --out {output:q} > {log:q} 2>&1"
 
 
+from mr2.common.io import config_digest
+
+# The pipeline config as run, as pipeline_config.json records it, and its digest: the results steps
+# refuse an output root whose pipeline_config.json records another config (`mr2 aggregate
+# --config-digest`), e.g. another working directory's with the same absolute `output_root`.
+PIPELINE_CONFIG_JSON = json.dumps(config, sort_keys=True, indent=2)
+CONFIG_DIGEST = config_digest(json.loads(PIPELINE_CONFIG_JSON))
+
+
 rule pipeline_config:
-    """The pipeline config as run (after the schema's defaults), recorded with the results."""
+    """The pipeline config as run (after the schema's defaults), recorded with the results. A changed
+    config reruns it (its params), and with it every results step (aggregate reads it)."""
     output:
         PIPELINE_CONFIG,
     log:
@@ -60,7 +70,7 @@ rule pipeline_config:
     conda:
         ENV_RESULTS
     params:
-        config=json.dumps(config, sort_keys=True, indent=2),
+        config=PIPELINE_CONFIG_JSON,
     shell:
         "printf '%s\\n' {params.config:q} > {output:q} 2> {log:q}"
 

@@ -1,5 +1,6 @@
 rule evaluate:
-    """Test-set evaluation of one run: per-class accuracy, confusion, per-class statistics."""
+    """Test-set evaluation of one run: per-class accuracy, confusion, per-class statistics; with the
+    CPU threads of the run's config (the job's `threads` only reserve cores)."""
     input:
         data=data_of_run,
         model=f"{RUN_DIR}/model.pt",
@@ -23,4 +24,4 @@ rule evaluate:
         ),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 evaluate --run {params.run:q} --data {input.data:q} --out {params.out:q}"
-        " {params.device:q} --threads {threads} > {log:q} 2>&1"
+        " {params.device:q} > {log:q} 2>&1"

@@ -6,7 +6,8 @@
 
 rule jtt_stage1:
     """JTT stage 1: an ERM run of the jtt run's `stage1_epochs` epochs, with the dataset's other
-    settings. Not a result: it is not aggregated."""
+    settings. Not a result: it is not aggregated. Trained with the run.yaml's `threads` (the job's
+    `threads` only reserve cores), as every run is."""
     input:
         config=RUN_CONFIG.replace("{method}", "jtt"),
         data=data_of_run,
@@ -32,7 +33,7 @@ rule jtt_stage1:
         out=lambda wildcards, output: folder_of(output[0]),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.launch:q} train --config {input.config:q} --jtt-stage1 {params.device:q}"
-        " --threads {threads} --data {input.data:q} --out {params.out:q} > {log:q} 2>&1"
+        " --data {input.data:q} --out {params.out:q} > {log:q} 2>&1"
 
 
 rule jtt_errors:
@@ -60,4 +61,4 @@ rule jtt_errors:
         ),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 errors --run {params.run:q} --data {input.data:q} --out {output:q}"
-        " {params.device:q} --threads {threads} > {log:q} 2>&1"
+        " {params.device:q} > {log:q} 2>&1"

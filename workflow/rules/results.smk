@@ -3,9 +3,12 @@
 
 
 rule aggregate:
-    """All runs -> tidy tables (a row per run and class, per run, per epoch) and the groups."""
+    """All runs -> tidy tables (a row per run and class, per run, per epoch) and the groups; refused
+    when the output root's pipeline_config.json records another config than this one (every shared
+    output below is built from one config)."""
     input:
-        all_run_files,
+        runs=all_run_files,
+        cfg=PIPELINE_CONFIG,
     output:
         expand(f"{TABLES}/{{name}}.csv", name=TABLE_NAMES),
     log:
@@ -17,12 +20,13 @@ rule aggregate:
         ENV_RESULTS
     params:
         repo=REPO,
-        runs=lambda wildcards, input: run_dirs_of(input),
+        runs=lambda wildcards, input: run_dirs_of(input.runs),
         reference=REFERENCE,
         out=lambda wildcards, output: folder_of(output[0]),
+        digest=CONFIG_DIGEST,
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 aggregate --runs {params.runs:q} --reference {params.reference:q} --out {params.out:q}"
-        " > {log:q} 2>&1"
+        " --pipeline-config {input.cfg:q} --config-digest {params.digest:q} > {log:q} 2>&1"
 
 
 rule results_table:
@@ -46,7 +50,7 @@ rule results_table:
         repo=REPO,
         reference=REFERENCE,
         effect=config["effect_of_interest"],
-        tolerance=CONVERGENCE.get("tolerance", 1.0),
+        tolerance=(config.get("convergence") or {}).get("tolerance", 1.0),
         tables=lambda wildcards, input: folder_of(input[0]),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 table --tables {params.tables:q} --reference {params.reference:q}"

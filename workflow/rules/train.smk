@@ -2,7 +2,8 @@ rule train:
     """One run: dataset x method x variant x seed, from its run.yaml. A crashed job resumes from the
     run's checkpoint.pt (not a declared output, so Snakemake keeps it) when the workflow is rerun.
     With `gpus: N` > 1 the run is one torchrun job of N processes (DDP, one GPU each, one node;
-    mr2.engine.distributed)."""
+    mr2.engine.distributed). The job's `threads` (Snakemake's, or a profile's set-threads) only reserve
+    cores: the run trains with its run.yaml's `threads`, so its bytes depend on its run.yaml alone."""
     input:
         config=RUN_CONFIG,
         data=data_of_run,
@@ -28,4 +29,4 @@ rule train:
         out=lambda wildcards, output: folder_of(output[0]),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.launch:q} train --config {input.config:q} {params.jtt:q} {params.device:q}"
-        " --threads {threads} --data {input.data:q} --out {params.out:q} > {log:q} 2>&1"
+        " --data {input.data:q} --out {params.out:q} > {log:q} 2>&1"

@@ -29,7 +29,7 @@ rule evaluate_val:
         ),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 evaluate --split val --run {params.run:q} --data {input.data:q}"
-        " --out {params.out:q} {params.device:q} --threads {threads} > {log:q} 2>&1"
+        " --out {params.out:q} {params.device:q} > {log:q} 2>&1"
 
 
 checkpoint tune:

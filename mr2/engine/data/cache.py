@@ -106,6 +106,25 @@ def held_out_validation(y: torch.Tensor, pool_idx: torch.Tensor, cap: int, split
     return rest[subsample_per_class(y[rest], cap, derived_seed(split_seed, "val_cap"))]
 
 
+def check_every_class_trained(y: torch.Tensor, before: torch.Tensor, classes: list[str], cfg: dict) -> None:
+    """Every class must keep a training sample (``y``: the final training split's labels, ``before``:
+    those before ``imbalance``): a class without one has no accuracy to compare and no statistics,
+    yet would be grouped and judged. A ``ValueError`` naming the classes and the key that emptied them."""
+    counts = torch.bincount(y, minlength=len(classes))
+    empty = [classes[k] for k in torch.nonzero(counts == 0).flatten().tolist()]
+    if not empty:
+        return
+    shown = f"{empty[:10]}{f' (+{len(empty) - 10} more)' if len(empty) > 10 else ''}"
+    had = torch.bincount(before, minlength=len(classes))
+    if cfg["imbalance"] is not None and all(had[classes.index(c)] > 0 for c in empty):
+        n_max, ratio = int(had.max()), cfg["imbalance"]["ratio"]
+        raise ValueError(f"dataset config key 'imbalance.ratio' {ratio:g} leaves class(es) {shown} without training "
+                         f"samples (class k keeps ⌊{n_max}·ratio^(−k/(K−1))⌋, the last ⌊{n_max}/{ratio:g}⌋); lower "
+                         f"data.imbalance.ratio below {n_max}, the largest class's count")
+    raise ValueError(f"dataset {cfg['name']!r}: class(es) {shown} have no training sample (data.train_cap "
+                     f"{cfg['train_cap']}, data.val_fraction {cfg['val_fraction']}); every class needs one")
+
+
 def prepare_dataset(cfg: dict, out_path) -> dict:
     """Load, cap, split and cache a dataset in one checksummed torch file; return a summary.
 
@@ -134,7 +153,9 @@ def prepare_dataset(cfg: dict, out_path) -> dict:
         train_idx, val_idx = pool_idx[tr_local], pool_idx[va_local]
     else:
         train_idx, val_idx = pool_idx, held_out_validation(train_pool.y, pool_idx, cfg["val_cap"], seed, classes)
-    train_idx = train_idx[long_tailed(train_pool.y[train_idx], len(classes), cfg["imbalance"], seed)]
+    before = train_pool.y[train_idx]
+    train_idx = train_idx[long_tailed(before, len(classes), cfg["imbalance"], seed)]
+    check_every_class_trained(train_pool.y[train_idx], before, classes, cfg)
     test_idx = subsample_per_class(test_full.y, cfg["test_cap"], derived_seed(seed, "test_cap"))
     indices = {"train": train_idx, "val": val_idx, "test": test_idx}
     splits = {

@@ -15,6 +15,8 @@ Sources of the path lists:
 
 from __future__ import annotations
 
+import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -160,18 +162,75 @@ def _scan(split_dir: Path, class_to_idx: dict[str, int]) -> tuple[list[str], lis
 
 
 def check_no_shared_images(splits: dict[str, list[str]]) -> None:
-    """A ``ValueError`` naming both paths when one image file (after resolving symlinks) is listed
-    twice: in two splits (training images would be evaluated on) or under two classes."""
-    seen: dict[Path, tuple[str, str]] = {}
+    """A ``ValueError`` naming both paths when one image file is listed twice: in two splits (training
+    images would be evaluated on) or under two classes. One file is one file however it is reached: a
+    symlink, or a hard link (the same device and inode under two names). Then no image of the training
+    split may hold the same bytes as one of another split (a copy: ``same_bytes``)."""
+    seen: dict[tuple[int, int], tuple[str, str]] = {}
     for split, paths in splits.items():
         for path in paths:
-            real = _resolved(Path(path))
-            if real in seen:
-                other_split, other = seen[real]
+            _resolved(Path(path))  # a loop or a dangling link: its own error, naming it
+            st = os.stat(path)
+            if (st.st_dev, st.st_ino) in seen:
+                other_split, other = seen[(st.st_dev, st.st_ino)]
                 where = f"in the {other_split} and the {split} split" if other_split != split else f"twice in the {split} split"
-                raise ValueError(f"image folder: {other} and {path} are the same image file ({real}), {where}; "
-                                 "each image may be listed once")
-            seen[real] = (split, path)
+                raise ValueError(f"image folder: {other} and {path} are the same image file "
+                                 f"({_resolved(Path(path))}; a symbolic or a hard link), {where}; each image may be "
+                                 "listed once")
+            seen[(st.st_dev, st.st_ino)] = (split, path)
+    names = list(splits)
+    for other in names[1:]:
+        found = same_bytes(splits[names[0]], splits[other])
+        if found:
+            raise ValueError(f"image folder: {found[0]} and {found[1]} hold the same bytes (a copy), in the "
+                             f"{names[0]} and the {other} split: an evaluation image would be trained on; remove "
+                             "one of them")
+
+
+def _digest(path: str, limit: int | None = None) -> str:
+    """SHA-256 of the file ``path``, of its first ``limit`` bytes with ``limit`` given."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        left = limit
+        while left is None or left > 0:
+            chunk = f.read(1 << 20 if left is None else min(1 << 20, left))
+            if not chunk:
+                break
+            h.update(chunk)
+            left = None if left is None else left - len(chunk)
+    return h.hexdigest()
+
+
+def same_bytes(first: list[str], second: list[str]) -> tuple[str, str] | None:
+    """A pair (a file of ``first``, a file of ``second``) with the same bytes, or None. Only files of
+    a size found in both lists are read, first their first 64 KiB, then in full where those agree:
+    a large set is checked without reading most of it."""
+    def sizes(paths):
+        out: dict[int, list[str]] = {}
+        for path in paths:
+            out.setdefault(os.path.getsize(path), []).append(path)
+        return out
+
+    a, b = sizes(first), sizes(second)
+    for size in sorted(a.keys() & b.keys()):
+        left, right = a[size], b[size]
+        for limit in (1 << 16, None):  # the first 64 KiB, then the whole file, of the candidates left
+            ours: dict[str, list[str]] = {}
+            for path in left:
+                ours.setdefault(_digest(path, limit), []).append(path)
+            theirs: dict[str, list[str]] = {}
+            for path in right:
+                digest = _digest(path, limit)
+                if digest in ours:
+                    theirs.setdefault(digest, []).append(path)
+            if not theirs:
+                break
+            left = [path for digest in theirs for path in ours[digest]]
+            right = [path for paths in theirs.values() for path in paths]
+        else:
+            digest = next(iter(theirs))
+            return ours[digest][0], theirs[digest][0]
+    return None
 
 
 def image_folder_dirs(root: Path) -> tuple[Path, Path]:

@@ -24,12 +24,22 @@ import torch
 SPREAD_PROFILES = ("linear",)
 
 
+#: the most numbers a planted set may hold (its float32 samples, 8 GiB)
+PLANTED_MAX_VALUES = 2**31
+
+
 def check_planted_options(opts: dict) -> None:
     """Ranges of the planted options (their kinds are checked against their defaults); a
     ``ValueError`` naming the option otherwise."""
     for key, least in (("num_classes", 2), ("dim", 1), ("train_per_class", 1), ("test_per_class", 1), ("seed", 0)):
         if opts[key] < least:
             raise ValueError(f"dataset 'planted': option {key!r} must be >= {least}, got {opts[key]!r}")
+    if opts["seed"] >= 2**64:  # torch's generators take 64 bits
+        raise ValueError(f"dataset 'planted': option 'seed' must be below 2**64, got {opts['seed']!r}")
+    values = opts["num_classes"] * (opts["train_per_class"] + opts["test_per_class"]) * opts["dim"]
+    if values > PLANTED_MAX_VALUES:
+        raise ValueError(f"dataset 'planted': options num_classes × (train_per_class + test_per_class) × dim ask for "
+                         f"{values:.3g} numbers, more than {PLANTED_MAX_VALUES:.3g} (8 GiB of float32)")
     for key in ("radius", "spread_min", "spread_max"):
         if not opts[key] > 0:
             raise ValueError(f"dataset 'planted': option {key!r} must be > 0, got {opts[key]!r}")

@@ -142,12 +142,24 @@ def _load_fashion_mnist(root, download):
 def _load_mnist1d(root, download, num_samples=MNIST1D_OPTIONS["num_samples"],
                   train_split=MNIST1D_OPTIONS["train_split"]):
     (xtr, ytr), (xte, yte) = generate_mnist1d(num_samples, train_split)
-    return TensorSplit(xtr, ytr), TensorSplit(xte, yte), [str(k) for k in range(10)]
+    classes = [str(k) for k in range(10)]
+    missing = [classes[k] for k in torch.nonzero(torch.bincount(ytr, minlength=10) == 0).flatten().tolist()]
+    if missing:  # a small num_samples or train_split (the test split keeps >= 1: train_split < 1 is floored)
+        raise ValueError(f"dataset 'mnist1d': data.options.num_samples {num_samples} and data.options.train_split "
+                         f"{train_split} leave class(es) {missing} without training samples ({len(ytr)} training, "
+                         f"{len(yte)} test samples of {num_samples // 10} per class); raise num_samples or train_split")
+    return TensorSplit(xtr, ytr), TensorSplit(xte, yte), classes
+
+
+#: the most samples MNIST-1D is asked to generate (200 times the package's default; beyond, the
+#: generator runs for hours and the prepared file does not fit in memory)
+MNIST1D_MAX_SAMPLES = 1_000_000
 
 
 def _check_mnist1d_options(opts: dict) -> None:
-    if opts["num_samples"] < 10:
-        raise ValueError(f"dataset 'mnist1d': option 'num_samples' must be >= 10 (one per class), got {opts['num_samples']!r}")
+    if not 10 <= opts["num_samples"] <= MNIST1D_MAX_SAMPLES:
+        raise ValueError(f"dataset 'mnist1d': option 'num_samples' (data.options.num_samples) must be in [10, "
+                         f"{MNIST1D_MAX_SAMPLES}] (at least one per class), got {opts['num_samples']!r}")
     if not 0.0 < opts["train_split"] < 1.0:
         raise ValueError(f"dataset 'mnist1d': option 'train_split' must be in (0, 1), got {opts['train_split']!r}")
 
@@ -373,8 +385,8 @@ def resolve_config(cfg: dict) -> dict:
         raise ValueError(f"dataset config key 'split_seed' must be a non-negative int, got {seed!r}")
     for key in ("train_cap", "val_cap", "test_cap", "image_size"):
         v = out[key]
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-            raise ValueError(f"dataset config key {key!r} must be None or a positive int, got {v!r}")
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 1 <= v < 2**63):
+            raise ValueError(f"dataset config key {key!r} must be None or a positive int below 2**63, got {v!r}")
     if out["val_cap"] is not None and (out["train_cap"] is None or out["val_fraction"] != 0.0):
         raise ValueError(
             "dataset config key 'val_cap' draws the validation split from the training pool's images that "
