@@ -601,6 +601,7 @@ def test_statistic_option_is_validated_and_registered():
         MR2Loss(3, 2, statistic=None)
 
 
+@pytest.mark.slow
 def test_premise_config_plans_the_exploratory_cells(tmp_path):
     workdir = workdir_with_configs(tmp_path / "wd")
     res = run_snakemake(workdir, "--configfile", "config/premise.yaml", "-n")
@@ -611,6 +612,7 @@ def test_premise_config_plans_the_exploratory_cells(tmp_path):
     assert jobs["train"] == "21" and jobs["analysis"] == "1"  # (4 methods + 3 variants) x 3 seeds
 
 
+@pytest.mark.slow
 def test_a_bad_exploratory_value_fails_before_any_job(tmp_path):
     workdir = workdir_with_configs(tmp_path / "wd")
     cfg = (workdir / "config" / "smoke.yaml").read_text().replace("sweeps: {method: mr2, c_bar: [2.0]}",
@@ -621,6 +623,7 @@ def test_a_bad_exploratory_value_fails_before_any_job(tmp_path):
 
 
 # ----------------------------------------------------------------------------- the smoke outputs
+@pytest.mark.slow
 def test_analysis_of_the_smoke_outputs(smoke_results):
     out = smoke_results / "analysis"
     res = premise_tables.read_analysis(out)

@@ -364,6 +364,7 @@ def test_every_method_model_needing_is_declared():
 
 # ---------------------------------------------------------------- the pipeline's dry run
 
+@pytest.mark.slow
 def test_baselines_config_dry_run_lists_the_jtt_chain_and_every_method(tmp_path):
     import re
 
