@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from mr2.engine import config as run_config
+from mr2.results.figures.registry import FigureOptions, figure_options
 from conftest import REPO, pipeline_env, read_run_folders, run_folders, run_snakemake, workdir_with_configs
 
 SMOKE = ["--configfile", "config/smoke.yaml"]
@@ -149,7 +150,12 @@ def test_the_margin_figures_follow_mr2_whatever_method_is_swept(tmp_path):
     res = run_snakemake(workdir, "-n", "-p", "--configfile", "config/focal.yaml")
     (figures,) = jobs_of(res.stdout, "figures")
     (analysis,) = jobs_of(res.stdout, "analysis")
-    assert "--sweep-method focal --method mr2" in figures and "--method mr2" in analysis
+    (report,) = jobs_of(res.stdout, "report")
+    # the figures and the report read their methods from the pipeline config as run, as the analysis does
+    assert "--config results/pipeline_config.json" in figures and "--config results/pipeline_config.json" in report
+    assert figure_options(yaml.safe_load((workdir / "config" / "focal.yaml").read_text())) == \
+        FigureOptions("erm", "mr2", "focal")
+    assert "--method mr2" in analysis
     res = run_snakemake(workdir, "-n", "-p", "--configfile", "config/uniform.yaml")
     assert "--method mr2_uniform" in jobs_of(res.stdout, "analysis")[0]
 
