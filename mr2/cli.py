@@ -9,7 +9,7 @@
   mr2 aggregate --runs <run dir> ... --reference erm --out results/tables [--pipeline-config <json> --config-digest <sha256>]
   mr2 tune     --runs <trial and reference run dirs> ... --criterion hard --out results/tune/<dataset>
   mr2 table    --tables results/tables --reference erm
-  mr2 figures  --tables results/tables --out results/figures [--sweep-method mr2] [--method mr2]
+  mr2 figures  --tables results/tables --out results/figures [--config <pipeline config>] [--names ...] [--list]
   mr2 analysis --tables results/tables --out results/analysis   (does the premise hold?)
   mr2 report   --tables results/tables --figures results/figures --config <pipeline config> --out results/report.md
   mr2 readme   --tables results/tables --name default [--config config/config.yaml] [--section HEADING] [--figure STEM]
@@ -125,13 +125,14 @@ def parser() -> argparse.ArgumentParser:
                    help="a method is at convergence when factor x its epochs gains at most this much (default: 1.0)")
     effect_option(p)
     p = sub.add_parser("figures", help="the report's figures from the tidy tables")
-    p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
-    p.add_argument("--reference", default="erm", help="the reference method (ERM)")
-    p.add_argument("--sweep-method", default="mr2", help="the method whose swept variants are drawn")
-    p.add_argument("--method", default="mr2", help="the MR² method whose margins are drawn")
+    p.add_argument("--list", action="store_true", help="print the figures a --config draws (every figure without "
+                                                      "one), one name a line, and stop")
+    p.add_argument("--tables", default=None, help="the tables folder of 'mr2 aggregate' (required unless --list)")
+    p.add_argument("--config", default=None, help="the pipeline config (JSON or YAML): the methods the figures draw")
+    figure_method_options(p)
     p.add_argument("--names", nargs="+", default=None, help="exactly these figures (default: every figure whose "
                    "comparison the run holds)")
-    p.add_argument("--out", required=True, help="the figures folder")
+    p.add_argument("--out", default=None, help="the figures folder (required unless --list)")
     p = sub.add_parser("analysis", help="does the premise hold: rank correlations, a_k's decomposition, figures")
     p.add_argument("--tables", required=True, help="the tables folder of 'mr2 aggregate'")
     p.add_argument("--reference", default="erm", help="the reference method (ERM)")
@@ -145,7 +146,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--analysis", default=None, help="the folder of 'mr2 analysis': adds 'Does the premise hold?'")
     p.add_argument("--section", action="append", default=[], help="a Markdown section written by another step "
                    "(e.g. the theory step's results/theory/bound.md) to include before the figures")
-    p.add_argument("--reference", default="erm", help="the reference method (ERM)")
+    figure_method_options(p)
     p.add_argument("--out", required=True, help="the report (Markdown)")
     p.add_argument("--html", default=None, help="also write the report as one self-contained HTML page")
     effect_option(p)
@@ -166,6 +167,26 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--snapshots", default="docs/results", help="the snapshots folder (default: docs/results)")
     p.add_argument("--readme", default="README.md", help="the README whose <!-- verdicts --> block to fill")
     return ap
+
+
+def figure_method_options(p: argparse.ArgumentParser) -> None:
+    """--reference, --method, --sweep-method of the figures and the report: by default the pipeline
+    config's (``mr2.results.figures.registry.figure_options``), so both draw and describe the same runs."""
+    p.add_argument("--reference", default=None, help="the reference method (default: the config's, else erm)")
+    p.add_argument("--method", default=None, help="the MR² method whose margins are drawn (default: the config's "
+                                                  "mr2, else its first MR² method, else mr2)")
+    p.add_argument("--sweep-method", default=None, help="the method whose swept variants are drawn (default: the "
+                                                        "config's sweeps.method, else mr2)")
+
+
+def figure_options_of(args, config: dict | None):
+    """The figures' methods: the config's (``figure_options``), each replaced by its option when given."""
+    from dataclasses import replace
+
+    from .results.figures.registry import figure_options
+
+    given = {key: getattr(args, key) for key in ("reference", "method", "sweep_method") if getattr(args, key)}
+    return replace(figure_options(config), **given)
 
 
 def effect_option(p: argparse.ArgumentParser) -> None:
@@ -313,11 +334,18 @@ def results_step(args) -> None:
         save_csv(settings_table(t["runs"], convergence), Path(args.tables) / "settings.csv")
         print(f"[table] {len(table)} rows -> {args.tables}/results.md; {len(comparisons)} comparisons")
     elif args.step == "figures":
-        from .results.figures import make_figures
+        from .common.io import load_yaml_file
+        from .results.figures.registry import FIGURES, config_figures
+        from .results.figures.render import make_figures
 
+        config = load_yaml_file(args.config) if args.config else None
+        if args.list:
+            print("\n".join(config_figures(config) if config is not None else FIGURES))
+            return
+        if args.tables is None or args.out is None:
+            raise ValueError("mr2 figures needs --tables and --out (or --list)")
         t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
-        made = make_figures(t, t["groups"], args.out, reference=args.reference, sweep_method=args.sweep_method,
-                            method=args.method, names=args.names)
+        made = make_figures(t, args.out, figure_options_of(args, config), names=args.names)
         print(f"[figures] {len(made)} figures -> {args.out}")
     elif args.step == "readme":
         from .results.readme import update_readme
@@ -356,6 +384,7 @@ def results_step(args) -> None:
         figures = {p.stem: str(p.relative_to(out.parent)) for p in pngs}
         md = (Path(args.tables) / "results.md").read_text(encoding="utf-8")
         sections = [Path(path).read_text(encoding="utf-8") for path in args.section]
-        write_report(t, md, figures, out, args.captions, config, reference=args.reference, analysis=args.analysis,
-                     sections=sections, html_out=args.html, effect_of_interest=args.effect_of_interest)
+        write_report(t, md, figures, out, args.captions, config, analysis=args.analysis, sections=sections,
+                     html_out=args.html, effect_of_interest=args.effect_of_interest,
+                     options=figure_options_of(args, config))
         print(f"[report] {out}" + (f" and {args.html}" if args.html else ""))

@@ -50,7 +50,7 @@ only_for() {
 tests_for() {
     case "$1" in
         method|mr2/method/*) echo '"tests/test_losses.py", "tests/test_baselines.py", "tests/test_margins.py", "tests/test_stats.py", "tests/test_jtt_lff.py", "-k", "not digits and not error_set_without and not trains_above_chance and not jtt_chain and not upsampled_runs and not resumes and not dry_run"';;
-        results|mr2/results/*) echo '"tests/test_results.py", "tests/test_verdicts.py", "tests/test_longtail_results.py", "tests/test_regimes.py", "tests/test_analysis.py", "tests/test_figures.py", "tests/test_readme.py", "tests/test_margin_text.py", "tests/test_premise_figures.py", "tests/test_premise_tables.py", "tests/test_premise_correlations.py", "tests/test_report_text.py"';;
+        results|mr2/results/*) echo '"tests/test_results.py", "tests/test_verdicts.py", "tests/test_longtail_results.py", "tests/test_regimes.py", "tests/test_analysis.py", "tests/test_figures.py", "tests/test_figure_tables.py", "tests/test_readme.py", "tests/test_margin_text.py", "tests/test_premise_figures.py", "tests/test_premise_tables.py", "tests/test_premise_correlations.py", "tests/test_report_text.py"';;
         theory|theory/*) echo '"tests/test_theory_corollary.py", "tests/test_theory_bound.py", "tests/test_theory_pipeline.py"';;
     esac
 }

@@ -1,3 +1,16 @@
+"""Shared fixtures, and the suite's two tiers.
+
+  python -m pytest -m "not slow"   the developer's loop (a few minutes): every test except those
+                                   marked ``slow``
+  python -m pytest                 everything (``bash scripts/test.sh``, the README's command)
+
+``slow`` (pyproject.toml) marks the end-to-end pipeline runs, which take minutes: every test that runs
+Snakemake (``run_snakemake``, dry or real, ``run_folders``) or reads the smoke run's results
+(``smoke_workdir``, ``smoke_results``, the notebooks run on them), and a few single heavy cases
+(ViT-B/16's forward pass, MNIST-1D at its default size). A new test of that kind is marked
+``@pytest.mark.slow``.
+"""
+
 import os
 import sys
 

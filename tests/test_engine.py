@@ -78,6 +78,29 @@ def test_same_config_same_metrics(digits, tmp_path):
     assert all(torch.equal(sa["model"][k], sb["model"][k]) for k in sa["model"])
 
 
+def test_each_epoch_draws_its_own_order_of_the_training_samples(digits, tmp_path, monkeypatch):
+    """The training batches of each epoch follow one order of all training samples (batches of the
+    last, short part dropped), and no two epochs share an order; the same run draws the same orders."""
+    from mr2.engine.loader import Source
+
+    orders, real = [], Source.batches
+
+    def recording(self, order, batch_size, drop_last=False):
+        if drop_last:  # the training batches (evaluation reads every sample in its order)
+            orders.append(order.tolist())
+        return real(self, order, batch_size, drop_last)
+
+    monkeypatch.setattr(Source, "batches", recording)
+    cfg = cfg_for("digits", "mlp", "erm", train={"epochs": 3})
+    for run in ("a", "b"):
+        train(cfg, digits, tmp_path / run, log=lambda *_: None)
+    first, again = orders[:3], orders[3:]
+    n_train = len(torch.load(digits, weights_only=False)["splits"]["train"]["y"])
+    assert all(sorted(order) == list(range(n_train)) for order in first)
+    assert len({tuple(order) for order in first}) == 3
+    assert again == first
+
+
 def test_sigkill_then_resume_gives_identical_results(digits, tmp_path):
     cfg = cfg_for("digits", "small_cnn", "mr2", train={"epochs": 20}, model={"options": {"width": 8}})
     cfg_file = tmp_path / "cfg.yaml"

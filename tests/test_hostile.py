@@ -220,7 +220,7 @@ def test_hostile_names_are_inert_in_tables_figures_report_and_page(tmp_path):
 
     matplotlib.use("Agg")
     from mr2.results import tables as results
-    from mr2.results.figures import make_figures
+    from mr2.results.figures.render import make_figures
     from mr2.results.groups import difficulty_table
     from mr2.results.report import write_report
 
@@ -239,8 +239,7 @@ def test_hostile_names_are_inert_in_tables_figures_report_and_page(tmp_path):
     table = results.results_table(t["per_class"], t["runs"], t["groups"], reference="erm")
     results.write_results_table(table, out / "results.csv", out / "results.md", reference="erm")
     # figures with math-text markup in class and dataset names are written
-    figures = make_figures(results.read_tables(out, ("per_class", "runs", "epochs", "groups")), t["groups"],
-                           tmp_path / "figures")
+    figures = make_figures(results.read_tables(out, ("per_class", "runs", "epochs", "groups")), tmp_path / "figures")
     assert all(p.is_file() for paths in figures.values() for p in paths)
     from mr2.results.premise_figures import write_analysis
 

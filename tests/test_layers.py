@@ -147,7 +147,7 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 @pytest.mark.parametrize("modules", [
-    ["mr2.results.tables", "mr2.results.groups", "mr2.results.figures", "mr2.results.premise_figures",
+    ["mr2.results.tables", "mr2.results.groups", "mr2.results.figures.render", "mr2.results.premise_figures",
      "mr2.results.report", "mr2.common.io", "mr2.common.runs"],
     ["mr2.engine.config"],
 ])

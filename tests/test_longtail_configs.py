@@ -21,6 +21,7 @@ def load(name):
     return yaml.safe_load((ROOT / "config" / name).read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NEW_CONFIGS)
 def test_config_dry_run_lists_every_run(tmp_path, name):
     import re
@@ -60,6 +61,7 @@ def test_ldam_is_trained_as_its_authors_train_it(name):
     assert cfg["method_options"]["ldam"]["drw_epoch"] == int(0.8 * block["train"]["epochs"])
 
 
+@pytest.mark.slow
 def test_method_model_reaches_only_its_methods_run_config(tmp_path):
     workdir = workdir_with_configs(tmp_path / "wf")
     folders = run_folders(workdir, "--configfile", "config/longtail.yaml")
@@ -72,6 +74,7 @@ def test_method_model_reaches_only_its_methods_run_config(tmp_path):
     assert ldam["method"]["options"]["drw_epoch"] == load("longtail.yaml")["method_options"]["ldam"]["drw_epoch"]
 
 
+@pytest.mark.slow
 def test_method_model_of_a_method_not_run_is_refused(tmp_path):
     workdir = workdir_with_configs(tmp_path / "wf")
     cfg = load("planted.yaml")

@@ -5,6 +5,7 @@ Each is checked against an independent computation: the published CIFAR-LT count
 transcription of the authors' formulas, the empirical spread of the generated classes.
 """
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -78,6 +79,29 @@ def test_long_tailed_split_keeps_validation_and_test_balanced(tmp_path):
                                           tmp_path / "other.pt")["path"])
     assert torch.bincount(other.train.y, minlength=10).tolist() == expected.tolist()
     assert not torch.equal(other.indices["train"], d.indices["train"])
+
+
+def test_the_long_tailed_draw_is_seeded_by_the_split_seeds_own_imbalance_seed(tmp_path):
+    """The samples a long-tailed split keeps are those ``subsample_to_counts`` draws from the balanced
+    training split with the seed written out here, sha256("<split_seed>:imbalance") (its first 8
+    bytes, halved): not the split seed itself nor the seed of another draw (train_cap, val), whose
+    samples would then be correlated with the long tail's."""
+    ratio = 10
+    for split_seed in (0, 3):
+        config = {**SMALL, "split_seed": split_seed}
+        b = load_prepared(prepare_dataset(config, tmp_path / f"b{split_seed}.pt")["path"])
+        lt = load_prepared(prepare_dataset({**config, "imbalance": {"ratio": ratio}},
+                                           tmp_path / f"lt{split_seed}.pt")["path"])
+        counts = torch.tensor(exponential_profile(int(torch.bincount(b.train.y).max()), 10, ratio))
+
+        def kept(seed):
+            return b.indices["train"][subsample_to_counts(b.train.y, counts, seed)]
+
+        digest = hashlib.sha256(f"{split_seed}:imbalance".encode()).digest()
+        assert torch.equal(lt.indices["train"], kept(int.from_bytes(digest[:8], "big") >> 1))
+        for other in ([split_seed] + [int.from_bytes(hashlib.sha256(f"{split_seed}:{p}".encode()).digest()[:8],
+                                                     "big") >> 1 for p in ("train_cap", "val")]):
+            assert not torch.equal(lt.indices["train"], kept(other)), other
 
 
 def test_imbalance_and_options_are_part_of_the_prepared_files_provenance(tmp_path):

@@ -107,6 +107,7 @@ def test_section_only_for_long_tailed_runs_and_in_the_report(tmp_path):
     per_class, runs = tables({"logit_adjust": few_effect(0.2)}, imbalanced=False)
     assert longtail_section(per_class, runs) == []
     per_class, runs = tables({"logit_adjust": few_effect(0.2), "ldam": few_effect(0.2)})
+    per_class = per_class.assign(a=1.0 + 0.1 * per_class["class"])  # a_k: the premise's picture has data
     t = {"per_class": per_class, "runs": runs, "groups": difficulty_table(per_class)}
     captions = Path(__file__).resolve().parents[1] / "workflow" / "report"
     figures = {"accuracy_vs_variability": "figures/accuracy_vs_variability.png"}

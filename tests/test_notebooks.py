@@ -39,6 +39,7 @@ def repository(smoke_results, tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_runs_from_notebooks_without_environment(name, repository, monkeypatch):
     monkeypatch.delenv("MR2_RESULTS", raising=False)  # the kernel inherits the environment
@@ -66,6 +67,7 @@ def run_notebook(folder, name):
     return nb
 
 
+@pytest.mark.slow
 def test_bound_notebook_answers_how_tight_the_bound_is(repository, smoke_results, monkeypatch):
     """Its last cell states, from the numbers, on how many runs the bound holds and is vacuous, the
     median tightness, and the bound across the smoke run's c̄ sweep (1 and 2)."""
@@ -83,6 +85,7 @@ def test_bound_notebook_answers_how_tight_the_bound_is(repository, smoke_results
     assert "across mr2's c̄ sweep (1, 2)" in text
 
 
+@pytest.mark.slow
 def test_margins_notebook_answers_how_margins_move(repository, smoke_results, monkeypatch):
     """Its last cell states each group's mean γ_k after the first and the last epoch, recomputed here
     from the per-epoch log, and names the classes with the largest final γ_k."""

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from mr2.engine import config as run_config
+from mr2.results.figures.registry import FigureOptions, figure_options
 from conftest import REPO, pipeline_env, read_run_folders, run_folders, run_snakemake, workdir_with_configs
 
 SMOKE = ["--configfile", "config/smoke.yaml"]
@@ -24,6 +25,7 @@ FIGURES = ["claim_forest", "per_class_sorted", "accuracy_vs_variability", "group
            "margins_over_training", "sweeps"]  # no regimes figure: the smoke config runs one regime
 
 
+@pytest.mark.slow
 def test_smoke_outputs_have_the_expected_content(smoke_results):
     cfg = yaml.safe_load(open(smoke_results.parent / "config" / "smoke.yaml"))
     n_runs = (len(METHODS) + len(cfg["sweeps"]["c_bar"])) * len(cfg["seeds"])
@@ -71,11 +73,13 @@ def test_smoke_outputs_have_the_expected_content(smoke_results):
         assert all(pd.read_csv(b, sep="\t")["s"].iloc[0] > 0 for b in benchmarks)
 
 
+@pytest.mark.slow
 def test_second_run_is_a_no_op(smoke_workdir):
     res = run_snakemake(smoke_workdir, *SMOKE, "-n")
     assert "Nothing to be done" in res.stdout + res.stderr
 
 
+@pytest.mark.slow
 def test_lint_is_clean(smoke_workdir):
     res = run_snakemake(smoke_workdir, *SMOKE, "--lint")
     assert res.returncode == 0 and "Congratulations" in res.stdout + res.stderr
@@ -89,6 +93,7 @@ def embedded_pages(html):
             for m in re.findall(r"data:text/html;[^\"']*base64,([A-Za-z0-9+/=]+)", html)]
 
 
+@pytest.mark.slow
 def test_report_html_holds_the_findings_and_the_results_table(smoke_workdir):
     run_snakemake(smoke_workdir, *SMOKE, "--report", "results/report.html")
     html = (smoke_workdir / "results" / "report.html").read_text(errors="replace")
@@ -110,6 +115,7 @@ def planned_jobs(res):
     return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M) if m.group(1) != "total"}
 
 
+@pytest.mark.slow
 def test_config_overrides_a_dataset_of_the_embedded_default(tmp_path):
     """`--config datasets=...` is merged into the embedded default (no --configfile): the rest of
     the default stays, and the dataset gets the overridden key."""
@@ -122,6 +128,7 @@ def test_config_overrides_a_dataset_of_the_embedded_default(tmp_path):
     assert config["methods"] == ["erm", "mr2", "mr2_uniform", "mr2_no_rep"] and config["seeds"] == [0, 1, 2]
 
 
+@pytest.mark.slow
 def test_unquoted_amp_off_in_a_config_file_means_off(tmp_path):
     """YAML 1.1 (Snakemake's reader) turns `amp: off` into false; the pipeline and the engine read it as off."""
     workdir = workdir_with_configs(tmp_path / "wd")
@@ -132,6 +139,7 @@ def test_unquoted_amp_off_in_a_config_file_means_off(tmp_path):
     assert run_config.resolve(sets=["amp=off"])["amp"] == "off"
 
 
+@pytest.mark.slow
 def test_the_margin_figures_follow_mr2_whatever_method_is_swept(tmp_path):
     """Sweeping a baseline's option (here focal's gamma) keeps the figures and the premise analysis
     on MR²'s margins; the sweeps figure draws the swept method."""
@@ -143,11 +151,17 @@ def test_the_margin_figures_follow_mr2_whatever_method_is_swept(tmp_path):
     res = run_snakemake(workdir, "-n", "-p", "--configfile", "config/focal.yaml")
     (figures,) = jobs_of(res.stdout, "figures")
     (analysis,) = jobs_of(res.stdout, "analysis")
-    assert "--sweep-method focal --method mr2" in figures and "--method mr2" in analysis
+    (report,) = jobs_of(res.stdout, "report")
+    # the figures and the report read their methods from the pipeline config as run, as the analysis does
+    assert "--config results/pipeline_config.json" in figures and "--config results/pipeline_config.json" in report
+    assert figure_options(yaml.safe_load((workdir / "config" / "focal.yaml").read_text())) == \
+        FigureOptions("erm", "mr2", "focal")
+    assert "--method mr2" in analysis
     res = run_snakemake(workdir, "-n", "-p", "--configfile", "config/uniform.yaml")
     assert "--method mr2_uniform" in jobs_of(res.stdout, "analysis")[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target, needle", [
     ("results/runs/fashion_mnist/mr2/c_bar=0.5/0123abcd/seed0/eval/metrics.json",
      "the target's variant 'c_bar=0.5' is neither 'default' nor one of config key 'sweeps' (c_bar=2.0)"),
@@ -160,6 +174,7 @@ def test_a_target_outside_the_config_is_refused_naming_the_key(tmp_path, target,
     assert res.returncode != 0 and needle in res.stdout + res.stderr and "KeyError" not in res.stdout + res.stderr
 
 
+@pytest.mark.slow
 def test_one_config_change_adds_only_its_runs(smoke_workdir):
     res = run_snakemake(smoke_workdir, *SMOKE, "-n", "--config", "seeds=[0,1,2]")
     jobs = planned_jobs(res)
@@ -167,6 +182,7 @@ def test_one_config_change_adds_only_its_runs(smoke_workdir):
     assert "prepare" not in jobs
 
 
+@pytest.mark.slow
 def test_one_target_path_reruns_one_run(smoke_workdir):
     target = run_folders(smoke_workdir, *SMOKE)["fashion_mnist", "mr2_uniform", "default", 0] + "/eval/metrics.json"
     (smoke_workdir / target).unlink()
@@ -175,6 +191,7 @@ def test_one_target_path_reruns_one_run(smoke_workdir):
     assert planned_jobs(res) == {"evaluate": 1}
 
 
+@pytest.mark.slow
 def test_killed_training_job_resumes_when_the_workflow_is_rerun(smoke_workdir):
     run = run_folders(smoke_workdir, *SMOKE)["fashion_mnist", "erm", "default", 1]
     outputs = [f"{run}/{f}" for f in ("model.pt", "config.yaml", "epochs.csv")]
@@ -202,6 +219,7 @@ def test_killed_training_job_resumes_when_the_workflow_is_rerun(smoke_workdir):
     assert (smoke_workdir / outputs[0]).read_bytes() == before  # and the same bytes again
 
 
+@pytest.mark.slow
 def test_theory_assumptions_reach_the_theory_step(smoke_workdir, tmp_path):
     extra = tmp_path / "theory.yaml"
     extra.write_text(yaml.safe_dump({"theory": {"norm": "frobenius", "delta": 0.1}}))
@@ -258,6 +276,7 @@ def nothing_written(workdir):
     assert not written and not (workdir / "results").exists() and not (workdir.parent / "escaped").exists(), written
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [*BROKEN, *MALICIOUS])
 @pytest.mark.parametrize("dry", [True, False], ids=["dry-run", "real-run"])
 def test_bad_config_fails_when_parsed_naming_the_key(tmp_path, case, dry):
@@ -270,6 +289,7 @@ def test_bad_config_fails_when_parsed_naming_the_key(tmp_path, case, dry):
     nothing_written(workdir)
 
 
+@pytest.mark.slow
 def test_missing_dataset_fails_in_its_config_job_naming_it(tmp_path):
     workdir = workdir_with_configs(tmp_path / "wd")
     change = {"datasets": {"cifar100": {"data": {"name": "cifar100", "root": "/nonexistent/cifar"}}}}
@@ -284,6 +304,7 @@ def test_missing_dataset_fails_in_its_config_job_naming_it(tmp_path):
     assert not list((workdir / "results").rglob("model.pt"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [
     ["--config", "method_options={mr2: {lam: 0.3}}"],
     ["--config", "sweeps={method: mr2, lam: [0.5]}"],
@@ -302,6 +323,7 @@ def test_values_given_with_config_are_typed(tmp_path, args):
         assert written["method"]["options"]["lam"] == 0.3 and written["method"]["options"]["c_bar"] == 1.0
 
 
+@pytest.mark.slow
 def test_yaml_1_1_numbers_in_a_file_are_numbers(tmp_path):
     workdir = workdir_with_configs(tmp_path / "wd")
     text = (workdir / "config" / "smoke.yaml").read_text() + "method_options: {mr2: {lam: 1e-2}}\n"
@@ -340,6 +362,7 @@ def test_cpu_only_steps_stay_off_the_cluster():
     assert "slurm_account" not in profile.get("default-resources", {})
 
 
+@pytest.mark.slow
 def test_runs_per_gpu_declares_gpu_slots_and_claims_a_device(tmp_path):
     workdir = workdir_with_configs(tmp_path / "wd")
     res = run_snakemake(workdir, *SMOKE, "-n", "-p", "--config", "gpus=1", "runs_per_gpu=4", "device=auto",
@@ -360,6 +383,7 @@ def jobs_of(stdout, rule):
     return [job for job in re.split(r"\n(?=\[|(?:local)?rule \w+:)", stdout) if re.match(rf"(local)?rule {rule}:", job)]
 
 
+@pytest.mark.slow
 def test_gpu_jobs_spread_over_the_gpus_of_a_machine(tmp_path):
     """`gpus: 1`: every model job claims a whole GPU (--gpu-slots 1), so the jobs that
     `--resources gpu=<G>` lets run at once are on G different GPUs, not all on GPU 0. `gpus: 2`: a
@@ -471,6 +495,7 @@ use rule * from mr2 as mr2_*
 """)
 
 
+@pytest.mark.slow
 def test_the_workflow_works_as_a_snakemake_module(tmp_path):
     workdir = workdir_with_configs(tmp_path / "wd")
     write_module_workflow(workdir)
@@ -498,6 +523,7 @@ def planned_paths(res):
 RUN_RULES = {"run_config", "data_config", "prepare", "train", "evaluate", "jtt_stage1", "jtt_errors"}
 
 
+@pytest.mark.slow
 def test_the_shipped_configs_share_no_run_path_and_one_ablation_reuses_its_folders(tmp_path):
     """config/config.yaml and config/smoke.yaml both name their dataset fashion_mnist: in one working
     directory no run, prepared dataset, log or benchmark of one is a path of the other's, and smoke
@@ -522,6 +548,7 @@ def test_the_shipped_configs_share_no_run_path_and_one_ablation_reuses_its_folde
     assert not set().union(*planned_paths(after).values()) & default_runs
 
 
+@pytest.mark.slow
 def test_output_root_moves_every_path(tmp_path):
     """Every output, log, benchmark and path argument of a command is under `output_root`, relative or absolute."""
     workdir = workdir_with_configs(tmp_path / "wd")
@@ -534,6 +561,7 @@ def test_output_root_moves_every_path(tmp_path):
         assert f"--lock-dir {root}/.gpu_locks" in res.stdout
 
 
+@pytest.mark.slow
 def test_the_workflow_works_as_a_module_with_a_prefix(tmp_path):
     """`module mr2: ... prefix: "sub"`: every path of every job, and every path its command reads or
     writes (the aggregated runs, the GPU locks), is under sub/; a real run writes nothing elsewhere
@@ -556,6 +584,7 @@ def test_the_workflow_works_as_a_module_with_a_prefix(tmp_path):
     assert len(tables) == 4 and tables["run_dir"].str.startswith("sub/results/runs/").all()
 
 
+@pytest.mark.slow
 def test_both_entries_plan_the_same_jobs(tmp_path):
     """The top-level Snakefile includes workflow/Snakefile (the catalog's entry): the same jobs, the same
     default target (`all`), from either."""
@@ -614,6 +643,7 @@ def test_snakefiles_pass_snakefmt():
     assert res.returncode == 0, res.stdout + res.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", [
     "results/runs/fashion_mnist/erm/default/{hash}/seedabc/eval/metrics.json",
     "results/runs/fashion_mnist/mr3/default/{hash}/seed0/eval/metrics.json",
@@ -631,6 +661,7 @@ def test_a_target_no_pattern_matches_has_no_rule(tmp_path, target):
     assert res.returncode != 0 and "No rule to produce" in out and "Traceback" not in out, out[-2000:]
 
 
+@pytest.mark.slow
 def test_slurm_profile_settings_apply_to_renamed_rules_and_shared_gpus_get_a_gpu(tmp_path):
     """With the SLURM profile, a module's `mr2_*` rules get the same per-rule resources as the
     workflow's own; with runs_per_gpu each model job still asks SLURM for a GPU (gpu=1); no job is

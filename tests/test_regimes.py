@@ -13,7 +13,10 @@ import pytest
 from scipy import stats
 
 import results_data as rd
-from mr2.results import figures, plotting, regimes
+from mr2.results import regimes
+from mr2.results.figures import regimes as regime_figure
+from mr2.results.figures.registry import FIGURES, FigureOptions, missing_lines
+from mr2.results.figures.render import available, draw_figure, make_figures
 from mr2.results.groups import difficulty_table
 from mr2.results.plotting import method_colour
 from mr2.results.report import write_report
@@ -95,13 +98,9 @@ def test_hard_classes_are_those_of_each_regimes_own_erm():
     assert (row["diff"], row["diff_lo"], row["diff_hi"]) == pytest.approx(expected(t, "fm_full", "mr2", "hard"))
 
 
-def test_figure_has_a_row_per_data_name_the_regimes_in_order_and_the_intervals(tmp_path, monkeypatch):
-    drawn, real = [], regimes.save_figure
-    monkeypatch.setattr(regimes, "save_figure", lambda fig, stem, **kw: drawn.append(fig) or real(fig, stem, **kw))
+def test_figure_has_a_row_per_data_name_the_regimes_in_order_and_the_intervals(tmp_path):
     t = regime_tables()
-    png, pdf = regimes.plot_regimes(t["per_class"], t["runs"], t["groups"], tmp_path / "regimes")
-    assert png.stat().st_size > 1000 and pdf.stat().st_size > 1000
-    (fig,) = drawn
+    fig = regime_figure.draw(regime_figure.table(t, FigureOptions()), FigureOptions())
     assert [ax.get_title() for ax in fig.axes] == [f"fashion_mnist: {m}" for m in
                                                    ("all classes", "hard classes", "worst class")]
     table = regimes.regime_table(t["per_class"], t["runs"], t["groups"])
@@ -116,18 +115,15 @@ def test_figure_has_a_row_per_data_name_the_regimes_in_order_and_the_intervals(t
             np.testing.assert_allclose(ends, want[["diff_lo", "diff_hi"]].to_numpy())
 
 
-def test_figure_of_two_data_names_and_other_methods_draws_each_at_its_place(tmp_path, monkeypatch):
-    """Two data names (a row of panels each, y shared within a row), the methods asked for (one not
-    among the defaults) in their order, each dodged symmetrically about its regime's tick, its
-    points and intervals those computed here, the axis labels and one legend titled "method"."""
-    drawn, real = [], regimes.save_figure
-    monkeypatch.setattr(regimes, "save_figure", lambda fig, stem, **kw: drawn.append(fig) or real(fig, stem, **kw))
+def test_figure_of_two_data_names_draws_each_method_at_its_place(tmp_path):
+    """Two data names (a row of panels each, y shared within a row), MR² and its ablations in their
+    order, each dodged symmetrically about its regime's tick, its points and intervals those computed
+    here, the axis labels and one legend titled "method"; a method the runs lack is not drawn."""
     t = rd.tables(datasets=(*REGIMES, "dg_small"), regimes=REGIMES | {"dg_small": ("digits", 300, 4, 1.0)})
     t["per_class"]["method"] = t["per_class"]["method"].replace({"mr2_no_rep": "ldam"})
     t["groups"] = difficulty_table(t["per_class"])
-    methods = ("ldam", "mr2", "mr2_uniform")
-    regimes.plot_regimes(t["per_class"], t["runs"], t["groups"], tmp_path / "regimes", methods=methods)
-    (fig,) = drawn
+    methods = ("mr2", "mr2_uniform")
+    fig = regime_figure.draw(regime_figure.table(t, FigureOptions()), FigureOptions())
     rows = {"digits": {"dg_small": 0, "digits": 1}, "fashion_mnist": {"fm_short": 0, "fm_long": 1, "fm_mid": 2, "fm_full": 3}}
     ticks = {"digits": ["300/class × 4 ep", "all × 4 ep"],
              "fashion_mnist": ["600/class × 6 ep", "600/class × 30 ep", "2000/class × 10 ep", "all × 30 ep"]}
@@ -143,9 +139,9 @@ def test_figure_of_two_data_names_and_other_methods_draws_each_at_its_place(tmp_
             assert ax.get_xlabel() == "training regime (size per class × epochs)"
             assert ax.get_ylabel() == "Δ to ERM (points, 95% t-interval)"
             assert len(ax.containers) == len(methods)
-            for container, method, offset in zip(ax.containers, methods, (-0.12, 0.0, 0.12)):
+            for container, method, offset in zip(ax.containers, methods, (-0.06, 0.06)):
                 line, _, (bars,) = container.lines
-                assert container.get_label() == {"ldam": "LDAM", "mr2": "MR²", "mr2_uniform": "MR² uniform γ"}[method]
+                assert container.get_label() == {"mr2": "MR²", "mr2_uniform": "MR² uniform γ"}[method]
                 assert matplotlib.colors.to_hex(line.get_color()) == matplotlib.colors.to_hex(method_colour(method))
                 assert (line.get_marker(), line.get_linestyle()) == ("o", "-")
                 want = np.array([expected(t, key, method, metric) for key in rows[name]])
@@ -157,29 +153,22 @@ def test_figure_of_two_data_names_and_other_methods_draws_each_at_its_place(tmp_
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
     assert legends == [fig.axes[-1].get_legend()]
     assert legends[0].get_title().get_text() == "method"
-    assert [x.get_text() for x in legends[0].get_texts()] == ["LDAM", "MR²", "MR² uniform γ"]
+    assert [x.get_text() for x in legends[0].get_texts()] == ["MR²", "MR² uniform γ"]
 
 
-def test_placeholder_when_no_data_is_run_in_several_regimes(tmp_path, monkeypatch):
-    drawn, real = [], plotting.save_figure
-    monkeypatch.setattr(plotting, "save_figure", lambda fig, stem, **kw: drawn.append(fig) or real(fig, stem, **kw))
+def test_placeholder_when_no_data_is_run_in_several_regimes(tmp_path):
+    """No data name under two dataset keys: the tables hold no regimes figure (the report names the
+    config that runs one instead), and asked for by name it is one panel saying why."""
     t = rd.tables(datasets=("a", "b"))
-    groups = difficulty_table(t["per_class"])
-    available = figures.available_figures({**t, "groups": groups}, groups)
-    assert not available["regimes"]  # so make_figures draws none: the report names the config instead
-    assert [n for n, ok in available.items() if not ok] == ["sweeps", "regimes"]  # no sweep either
-    assert figures.missing_lines(available) == [figures.MISSING["sweeps"], figures.MISSING["regimes"]]
-    made = regimes.plot_regimes(t["per_class"], t["runs"], groups, tmp_path / "regimes")  # called anyway: says so
+    t["groups"] = difficulty_table(t["per_class"])
+    holds = available(t)
+    assert [n for n, ok in holds.items() if not ok] == ["sweeps", "regimes"]  # no sweep either
+    assert missing_lines(holds) == [FIGURES["sweeps"].missing, FIGURES["regimes"].missing]
+    assert "regimes" not in make_figures(t, tmp_path)
+    made = make_figures(t, tmp_path, names=["regimes"])["regimes"]  # asked for anyway: says so
     assert made[0] == tmp_path / "regimes.png" and made[0].stat().st_size > 1000
-    (fig,) = drawn  # one panel holding only the message, centred and wrapped
-    assert tuple(fig.get_size_inches()) == (4.5, 3.6)
-    (ax,) = fig.axes
-    (text,) = ax.texts
-    assert text.get_text() == "no dataset is run in several regimes (training-set size or epochs)"
-    assert text.get_position() == (0.5, 0.5) and text.get_transform() == ax.transAxes
-    assert (text.get_horizontalalignment(), text.get_verticalalignment(), text.get_wrap()) == ("center", "center", True)
-    assert not ax.axison
-    assert regimes.regime_section(t["per_class"], t["runs"], groups) == []
+    (ax,) = draw_figure("regimes", regime_figure.table(t, FigureOptions())).axes
+    assert [text.get_text() for text in ax.texts] == ["no dataset is run in several regimes (training-set size or epochs)"]
 
 
 def test_sentence_names_both_ends_with_numbers_and_intervals():

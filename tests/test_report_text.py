@@ -14,6 +14,7 @@ from scipy import stats
 
 import results_data as syn
 from mr2.results import groups as G
+from mr2.results.figures.registry import FigureOptions
 from mr2.results.plotting import caption
 from mr2.results.report import (_fmt, _word, baseline_findings, claim_verdict, class_findings, findings,
                                 method_options_line, write_report)
@@ -97,7 +98,7 @@ def report_of(tmp_path, figures, options=True, margins=True, config=None, html_o
     shutil.copytree(CAPTIONS, captions)
     (captions / "my_extra.rst").write_text("A figure the tables know nothing of.\n", encoding="utf-8")
     text = write_report(t, "| table |", figures, tmp_path / "report.md", captions, config or {"seeds": [2, 0, 1]},
-                        reference="base", method="mr2b", sweep_method="mr2b", html_out=html_out)
+                        options=FigureOptions("base", "mr2b", "mr2b"), html_out=html_out)
     return t, text
 
 
@@ -212,6 +213,21 @@ def test_findings_sentence_by_sentence_with_another_reference():
     assert dA[-1] == "" and not any("MR²" in line.split(". ")[0] for line in dA[1:-1])
     assert any(line.startswith("- `focal` against BASE (3 seeds)") for line in dA)
     assert not any("CIFAR-100" in line for line in lines)
+
+
+def test_findings_of_a_run_whose_mr2_method_is_an_ablation_are_about_that_method():
+    """A run without mr2 (its MR² method mr2_uniform, ``registry.figure_options``): the sentences on the
+    claim are mr2_uniform's numbers under its display name, and focal is still a baseline."""
+    pc, runs = findings_tables({"dB": ("base", "mr2_uniform", "focal")})
+    lines = findings(pc, runs, G.difficulty_table(pc, reference="base"), reference="base", method="mr2_uniform")
+    assert lines[1].startswith("- MR² uniform γ against BASE, paired by seed (3 seeds): hard classes "
+                               f"{interval(change('mr2_uniform', 'base', 'hard'))}")
+    assert lines[2].startswith("- The paper's claim (MR² uniform γ raises hard-class accuracy")
+    assert any(line.startswith("- `focal` against BASE") and "MR² uniform γ against it: hard classes "
+               f"{interval(change('mr2_uniform', 'focal', 'hard'))}" in line for line in lines)
+    assert not any("ablation `mr2_uniform`" in line for line in lines)
+    assert not any("MR² against" in line for line in findings(pc, runs, G.difficulty_table(pc, reference="base"),
+                                                              reference="base"))  # no mr2: nothing on it
 
 
 def test_findings_compare_with_the_paper_only_on_cifar100_with_erm_and_mr2():

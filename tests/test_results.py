@@ -416,12 +416,11 @@ def _report_of(t, tmp_path):
     import matplotlib
 
     matplotlib.use("Agg")
-    from mr2.results.figures import make_figures
+    from mr2.results.figures.render import make_figures
     from mr2.results.report import write_report
 
-    groups = G.difficulty_table(t["per_class"])
-    t = {**t, "groups": groups}
-    made = make_figures(t, groups, tmp_path / "figures")
+    t = {**t, "groups": G.difficulty_table(t["per_class"])}
+    made = make_figures(t, tmp_path / "figures")
     figures = {name: f"figures/{name}.png" for name in made}
     captions = Path(__file__).resolve().parents[1] / "workflow" / "report"
     return made, write_report(t, "| table |", figures, tmp_path / "report.md", captions, {"seeds": [0, 1, 2]})
@@ -482,7 +481,7 @@ def test_the_html_page_scrolls_wide_tables_and_shows_figures_at_one_scale(tmp_pa
     import matplotlib.pyplot as plt
 
     from mr2.results.html import report_html
-    from mr2.results.plotting import FIGURE_DPI
+    from mr2.results.style import FIGURE_DPI
 
     for name, inches in (("narrow", 3.0), ("wide", 12.0)):
         fig = plt.figure(figsize=(inches, 2.0))

@@ -116,10 +116,10 @@ def test_mutation_script_names_existing_test_files_and_refuses_unknown_targets(t
 def test_mutation_script_mutates_several_files_of_a_comma_list_in_one_run(tmp_path):
     """``a.py,b.py``: one work folder whose mutmut config mutates exactly those two files and runs
     the results' tests; MUTATION_TESTS replaces the tests, quoted for TOML."""
-    out = run_mutation_script(tmp_path, "mr2/results/groups.py,mr2/results/tradeoff.py", tmp_path / "out")
+    out = run_mutation_script(tmp_path, "mr2/results/groups.py,mr2/results/figures/tradeoff.py", tmp_path / "out")
     assert out.returncode == 0, out.stderr
-    config = (tmp_path / "out" / "mr2_results_groups_py_mr2_results_tradeoff_py" / "pyproject.toml").read_text()
-    assert 'only_mutate = ["mr2/results/groups.py", "mr2/results/tradeoff.py"]' in config
+    config = (tmp_path / "out" / "mr2_results_groups_py_mr2_results_figures_tradeoff_py" / "pyproject.toml").read_text()
+    assert 'only_mutate = ["mr2/results/groups.py", "mr2/results/figures/tradeoff.py"]' in config
     assert '"tests/test_results.py"' in config and '"tests/test_losses.py"' not in config
     out = run_mutation_script(tmp_path, "mr2/results/statistics.py", tmp_path / "own",
                               MUTATION_TESTS='tests/test_verdicts.py,-k,not report and not "x"')
@@ -146,14 +146,15 @@ def test_mutation_recheck_applies_each_survivor_to_a_copy_and_runs_the_tests(tmp
     """With a stub mutmut listing three survivors of tradeoff.py: a changed constant the tests now
     catch (killed), a changed comment (survived) and lines no longer in the source (gone); the
     repository's own file is never touched. Tests that select nothing judge no mutant."""
-    source = REPO / "mr2" / "results" / "tradeoff.py"
+    source = REPO / "mr2" / "results" / "figures" / "tradeoff.py"
     before = source.read_text(encoding="utf-8")
     diffs = {"m.x_near__mutmut_1": ("NEAR_FACTOR, NEAR_FLOOR = 3.0, 0.25", "NEAR_FACTOR, NEAR_FLOOR = 4.0, 0.25"),
              "m.x_note__mutmut_2": ("AXES = {\"easy\": \"x\", \"hard\": \"y\"}", "AXES = {\"easy\": \"x\", \"hard\": \"y\"}  # x"),
              "m.x_gone__mutmut_3": ("def no_such_function():", "def no_such_function(x):")}
     for name, (old, new) in diffs.items():
         (tmp_path / f"{name}.diff").write_text(
-            f"# {name}: survived\n--- mr2/results/tradeoff.py\n+++ mr2/results/tradeoff.py\n@@ -1,1 +1,1 @@\n-{old}\n+{new}\n")
+            f"# {name}: survived\n--- mr2/results/figures/tradeoff.py\n+++ mr2/results/figures/tradeoff.py\n"
+            f"@@ -1,1 +1,1 @@\n-{old}\n+{new}\n")
     mutmut = tmp_path / "mutmut"
     mutmut.write_text('#!/bin/sh\nif [ "$1" = results ]; then\n'
                       + "".join(f"  echo '    {name}: survived'\n" for name in diffs)

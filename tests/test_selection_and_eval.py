@@ -108,6 +108,53 @@ def test_resume_keeps_the_best_so_far_weights(digits, tmp_path, monkeypatch):
         assert all(torch.equal(a["state"][part][k], b["state"][part][k]) for k in a["state"][part]), part
 
 
+def test_best_val_keeps_the_first_of_tied_epochs(digits, tmp_path, monkeypatch):
+    """Scripted validation accuracies tie at their best (epochs 2 and 3): the earlier epoch is kept,
+    its weights those of a run whose best is epoch 2 alone, and model.pt says epoch 2."""
+    import mr2.engine.train as train_mod
+
+    states = {}
+    for name, accuracies in (("tied", [0.5, 0.8, 0.8, 0.6]), ("second", [0.5, 0.8, 0.7, 0.6]),
+                             ("third", [0.5, 0.7, 0.8, 0.6])):
+        scripted = iter(accuracies)
+        monkeypatch.setattr(train_mod.Runner, "validate", lambda self: {"val_acc": next(scripted)})
+        train(cfg_for(epochs=4, train={"select": "best_val"}), digits, tmp_path / name, **QUIET)
+        states[name] = torch.load(tmp_path / name / "model.pt", weights_only=False)
+    assert [states[n]["epoch"] for n in ("tied", "second", "third")] == [2, 2, 3]
+    same = [all(torch.equal(states[n]["state"]["model"][k], states["tied"]["state"]["model"][k])
+                for k in states["tied"]["state"]["model"]) for n in ("second", "third")]
+    assert same == [True, False]
+
+
+def without_test_class(src, dst, c):
+    """A copy of the prepared file ``src`` whose test split has no sample of class ``c``; checksum redone."""
+    payload = load_torch(src)
+    keep = payload["splits"]["test"]["y"] != c
+    for key in ("x", "y"):
+        payload["splits"]["test"][key] = payload["splits"]["test"][key][keep].contiguous()
+    payload["indices"]["test"] = payload["indices"]["test"][keep].contiguous()
+    payload["checksum"] = content_checksum(payload["splits"], payload["indices"], payload["info"], payload["config"])
+    save_torch(payload, dst)
+    return dst
+
+
+def test_the_worst_class_is_the_least_accurate_class_that_has_test_samples(digits, tmp_path):
+    """Class 3 has no test sample (its accuracy is undefined, NaN in per_class.csv): metrics.json's
+    worst class is the class of least accuracy among the others (the first of ties), with its accuracy."""
+    data = without_test_class(digits, tmp_path / "no3.pt", 3)
+    train(cfg_for(epochs=1), data, tmp_path / "run", **QUIET)
+    metrics = evaluate(tmp_path / "run", data, tmp_path / "eval", device="cpu")
+    per_class = pd.read_csv(tmp_path / "eval" / "per_class.csv").set_index("class")["accuracy"]
+    assert np.isnan(per_class[3]) and per_class.drop(3).notna().all()
+    measured = per_class.drop(3)
+    worst = int(measured.index[np.argmin(measured.to_numpy())])
+    assert metrics["worst_class"] == worst != 3
+    assert metrics["worst_class_acc"] == pytest.approx(measured[worst])
+    import json
+
+    assert json.loads((tmp_path / "eval" / "metrics.json").read_text())["worst_class"] == worst
+
+
 @pytest.mark.parametrize("method", ["mr2", "mr2_release"])
 def test_validation_data_changes_neither_batchnorm_nor_the_loss_statistics(digits, tmp_path, method):
     """Two runs that differ only in their validation inputs (the second's are scaled by 50 and

@@ -244,6 +244,7 @@ def test_markdown_counts_what_the_table_says(gen):
 # ----------------------------------------------------------------------------- the smoke pipeline
 
 
+@pytest.mark.slow
 def test_smoke_bound_table(smoke_results):
     table = pd.read_csv(smoke_results / "theory" / "bound.csv")
     runs = pd.read_csv(smoke_results / "tables" / "runs.csv")
@@ -271,6 +272,7 @@ def test_smoke_bound_table(smoke_results):
     assert (erm["c_bar"] == 1.0).all() and np.allclose(erm["complexity_ratio_trained"], 1.0)
 
 
+@pytest.mark.slow
 def test_smoke_report_and_figure_have_the_theory(smoke_results):
     for ext in ("png", "pdf"):
         assert (smoke_results / "figures" / f"bound_terms.{ext}").stat().st_size > 1000
@@ -279,6 +281,7 @@ def test_smoke_report_and_figure_have_the_theory(smoke_results):
     assert report.index("## Theory") < report.index("## More figures") and "figures/bound_terms.png" in report
 
 
+@pytest.mark.slow
 def test_cli_reproduces_the_table_and_names_missing_tables(smoke_results, tmp_path, capsys):
     out = tmp_path / "bound.csv"
     cmd = [sys.executable, "-m", "theory", "bound", "--tables", str(smoke_results / "tables"), "--out", str(out)]

@@ -534,7 +534,8 @@ def test_the_tradeoff_points_are_the_paired_differences(tmp_path):
     import matplotlib
 
     matplotlib.use("Agg")
-    from mr2.results.tradeoff import plot_tradeoff, tradeoff_points
+    from mr2.results.figures.render import make_figures
+    from mr2.results.figures.tradeoff import tradeoff_points
 
     pc = three_class({"mr2": (0.0, 0.0, 0.03), "ldam": (-0.03, 0.0, 0.03)}, noise=0.004)
     groups = G.difficulty_table(pc)
@@ -543,15 +544,16 @@ def test_the_tradeoff_points_are_the_paired_differences(tmp_path):
         assert points.loc[method, "hard_diff"] == pytest.approx(by_hand(pc, method, "erm", 2).mean())
         assert points.loc[method, "easy_diff"] == pytest.approx(by_hand(pc, method, "erm", 0).mean())
     assert points.loc["ldam", "easy_hi"] < 0 < points.loc["ldam", "hard_lo"]  # the trade-off, seen
-    made = plot_tradeoff(pc, None, groups, tmp_path / "tradeoff")
+    made = make_figures({"per_class": pc, "groups": groups}, tmp_path, names=["tradeoff"])["tradeoff"]
     assert all(p.stat().st_size > 0 for p in made)
     two = pc[pc["class"] < 2]  # K = 2: no easy group, a placeholder
     assert tradeoff_points(two, None, G.difficulty_table(two)).empty
-    assert all(p.is_file() for p in plot_tradeoff(two, None, G.difficulty_table(two), tmp_path / "empty"))
+    assert all(p.is_file() for p in make_figures({"per_class": two, "groups": G.difficulty_table(two)},
+                                                 tmp_path / "empty", names=["tradeoff"])["tradeoff"])
 
 
 def test_tradeoff_points_against_another_reference_and_their_columns_without_pairs():
-    from mr2.results.tradeoff import tradeoff_points
+    from mr2.results.figures.tradeoff import tradeoff_points
 
     pc = three_class({"mr2": (0.0, 0.0, 0.03), "ldam": (-0.03, 0.0, 0.03)}, noise=0.004)
     pc["method"] = pc["method"].replace({"erm": "base"})
@@ -571,7 +573,7 @@ def test_near_zero_includes_its_bound_and_keeps_the_points_index():
     """Distances 0, 0.1, 0.2, 0.75, 5: the median 0.2 is below the floor 0.25, so the bound is
     3 × 0.25 = 0.75 and the point exactly on it is near; the rows keep their labels (one dataset's
     rows of a larger table)."""
-    from mr2.results.tradeoff import NEAR_FACTOR, NEAR_FLOOR, near_zero
+    from mr2.results.figures.tradeoff import NEAR_FACTOR, NEAR_FLOOR, near_zero
 
     assert (NEAR_FACTOR, NEAR_FLOOR) == (3.0, 0.25)
     points = pd.DataFrame({"easy_diff": [0.0, 0.06, 0.0, 0.75, -3.0], "hard_diff": [0.0, 0.08, -0.2, 0.0, 4.0]},
@@ -584,7 +586,7 @@ def test_near_zero_includes_its_bound_and_keeps_the_points_index():
 
 
 def test_claim_table_against_erm_by_default_and_its_columns_without_pairs():
-    from mr2.results.claim_figures import COLUMNS, claim_table
+    from mr2.results.figures.claim_forest import COLUMNS, claim_table
 
     pc = three_class({"mr2": (0.0, 0.0, 0.03)}, noise=0.004)
     table = claim_table(pc, None, G.difficulty_table(pc))
@@ -596,13 +598,14 @@ def test_claim_table_against_erm_by_default_and_its_columns_without_pairs():
     assert alone.empty and list(alone.columns) == COLUMNS
 
 
-def test_a_far_point_gets_the_crowd_near_zero_a_zoomed_panel(tmp_path, monkeypatch):
+def test_a_far_point_gets_the_crowd_near_zero_a_zoomed_panel():
     """One method far out (LfF's collapse) squeezes the rest into a blot: a second panel zooms on the
     methods near 0 and names them; the legend still lists every method."""
     import matplotlib
 
     matplotlib.use("Agg")
-    from mr2.results import tradeoff as TR
+    from mr2.results.figures import tradeoff as TR
+    from mr2.results.figures.registry import FigureOptions
     from mr2.results.plotting import display_name, overlapping_texts
 
     effects = {"mr2": (0.0, 0.0, 0.005), "ldam": (-0.004, 0.0, 0.004), "focal": (0.002, 0.0, -0.003),
@@ -612,10 +615,7 @@ def test_a_far_point_gets_the_crowd_near_zero_a_zoomed_panel(tmp_path, monkeypat
     points = TR.tradeoff_points(pc, None, groups)
     near = TR.near_zero(points)
     assert dict(zip(points["method"], near)) == {"mr2": True, "ldam": True, "focal": True, "lff": False}
-    figures = []
-    monkeypatch.setattr(TR, "save_figure", lambda fig, stem: figures.append(fig) or [])
-    TR.plot_tradeoff(pc, None, groups, tmp_path / "tradeoff")
-    whole, zoom = figures[0].axes
+    whole, zoom = TR.draw(points, FigureOptions()).axes
     assert "zoom on the 3 methods near 0" in zoom.get_title() and "zoom" not in whole.get_title()
     names = [t for t in zoom.texts if t.get_text()]
     assert sorted(t.get_text() for t in names) == sorted(display_name(m) for m in ("mr2", "ldam", "focal"))

@@ -11,7 +11,7 @@ from pathlib import Path
 import markdown
 
 from ..common.io import save_text
-from .plotting import FIGURE_DPI
+from .style import FIGURE_DPI
 
 #: characters of a name from a config, a CSV or a class that would be markup in the report: HTML
 #: (``<script>``, ``&``), a Markdown link or code span (``[``, ``]``, backtick), a table cell (``|``)

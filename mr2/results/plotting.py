@@ -1,6 +1,7 @@
-"""What every figure of the project shares: panels, legends, one fixed colour per method and per
-group, the symbols of the paper's quantities, class-name axes, a placeholder for a figure with
-nothing to draw, and one way of writing a figure (PNG and PDF, atomically). The command line
+"""What every figure of the project shares: panels, legends, one fixed colour per method, the
+symbols of the paper's quantities, class-name axes, names beside points and line ends, a
+placeholder for a figure with nothing to draw, and one way of writing a figure (PNG and PDF,
+atomically). How things look (colours, sizes, fonts) is ``mr2.results.style``. The command line
 selects the non-interactive Agg backend (``mr2.cli``); a notebook keeps its inline one."""
 
 from __future__ import annotations
@@ -18,20 +19,11 @@ import seaborn as sns
 
 from ..common.io import atomic_path
 from ..common.runs import DEFAULT_VARIANT, run_label
+from .tables import METRIC_TITLES
+from .style import (CLASS_WIDTH, END_JOIN, FALLBACK_COLOURS, FIGURE_DPI, GROUP_COLOURS, LABEL_FONT, MANY_LABELS_FONT,
+                    METHOD_COLOURS, NAME_FONT, NAME_JOIN, PANEL_SIZE, SHADE_ALPHA, UNKNOWN_GROUP_COLOUR)
 
 GROUP_ORDER = ["all", "easy", "medium", "hard"]
-GROUP_COLOURS = {"easy": "tab:green", "medium": "tab:orange", "hard": "tab:red"}
-#: one colour per method in every figure (none is a group's green, orange or red); a method not
-#: listed gets a fixed colour of FALLBACK_COLOURS chosen by its name, a non-default variant one
-#: chosen by its label
-METHOD_COLOURS = {
-    "erm": "#4d4d4d", "mr2": "tab:blue", "mr2_uniform": "tab:purple", "mr2_no_rep": "tab:cyan",
-    "mr2_release": "tab:brown", "focal": "tab:pink", "ldam": "tab:olive", "logit_adjust": "#393b79",
-    "eql": "#8c6d31", "supcon": "#7b4173", "center": "#5254a3", "dro": "#bd9e39", "fairdro": "#843c39",
-    "jtt": "#637939", "lff": "#ad494a",
-}
-FALLBACK_COLOURS = sns.color_palette("tab20b", 20).as_hex()
-#: how a method is named in a figure (its config name where not listed)
 #: the paper's symbols (matplotlib mathtext) for the names of statistics and options in the tables
 MATH_SYMBOLS = {
     "gamma": r"$\gamma_k$", "a": r"$a_k$", "mean_sq_norm": r"$\|\hat{\mu}_k\|^2$", "spread": r"$\|\hat{s}_k\|^2$",
@@ -44,10 +36,8 @@ DISPLAY_NAMES = {
     "eql": "EQL", "supcon": "SupCon", "center": "Center", "dro": "DRO", "fairdro": "FairDRO", "jtt": "JTT",
     "lff": "LfF",
 }
-PANEL_SIZE = (4.5, 3.6)
-FIGURE_DPI = 150  # every PNG: the report's page shows them all at one scale (``mr2.results.html``)
-CLASS_WIDTH = 0.18  # inches per class on a class-name axis
-ANNOTATE_MAX = 20  # name the points of a scatter of classes up to this many classes
+ANNOTATE_MAX = 20  # name the points of a scatter of classes, or the ends of lines, up to this many
+MANY_LABELS = 30  # above this many class names along x, a smaller font
 
 
 def symbol(name: str) -> str:
@@ -60,6 +50,11 @@ def display_name(method: str, variant: str = DEFAULT_VARIANT) -> str:
     without a display name keeps its code name (``focal``)."""
     name = DISPLAY_NAMES.get(method, method)
     return name if variant == DEFAULT_VARIANT else f"{name} ({variant})"
+
+
+def metric_name(metric: str) -> str:
+    """How a metric of the tables is named for readers: 'all classes', 'hard classes', 'worst class'."""
+    return METRIC_TITLES[metric].lower() + ("" if metric == "worst" else " classes")
 
 
 def method_colour(method: str, variant: str = DEFAULT_VARIANT) -> str:
@@ -99,11 +94,16 @@ def save_figure(fig: plt.Figure, stem: str | Path, dpi: int = FIGURE_DPI) -> lis
     return paths
 
 
-def placeholder(stem: str | Path, message: str) -> list[Path]:
-    """A figure holding only ``message`` (for a config that has nothing to draw)."""
+def empty_figure(message: str) -> plt.Figure:
+    """A figure holding only ``message`` (for tables that hold nothing to draw)."""
     fig, ax = plt.subplots(figsize=PANEL_SIZE)
-    _empty_panel(ax, message)
-    return save_figure(fig, stem)
+    empty_panel(ax, message)
+    return fig
+
+
+def placeholder(stem: str | Path, message: str) -> list[Path]:
+    """``empty_figure(message)`` written to ``stem`` (``save_figure``)."""
+    return save_figure(empty_figure(message), stem)
 
 
 def class_axis(ax: plt.Axes, names: Sequence[str], groups: Sequence[str] | None = None) -> None:
@@ -112,7 +112,8 @@ def class_axis(ax: plt.Axes, names: Sequence[str], groups: Sequence[str] | None 
     pos = np.arange(len(names))
     ax.set_xticks(pos)
     ax.set_xticklabels(list(map(str, names)), rotation=90 if len(names) > 6 else 30,
-                       ha="center" if len(names) > 6 else "right", fontsize=8 if len(names) <= 30 else 6,
+                       ha="center" if len(names) > 6 else "right",
+                       fontsize=LABEL_FONT if len(names) <= MANY_LABELS else MANY_LABELS_FONT,
                        parse_math=False)  # class names are data: `$` is a dollar, never math-text
     ax.set_xlim(-0.5, len(names) - 0.5)
     if groups is None:
@@ -120,10 +121,10 @@ def class_axis(ax: plt.Axes, names: Sequence[str], groups: Sequence[str] | None 
     start = 0
     for i in range(1, len(groups) + 1):
         if i == len(groups) or groups[i] != groups[start]:
-            colour = GROUP_COLOURS.get(groups[start], "grey")
-            ax.axvspan(start - 0.5, i - 0.5, color=colour, alpha=0.12, linewidth=0, zorder=0)
+            colour = GROUP_COLOURS.get(groups[start], UNKNOWN_GROUP_COLOUR)
+            ax.axvspan(start - 0.5, i - 0.5, color=colour, alpha=SHADE_ALPHA, linewidth=0, zorder=0)
             ax.text((start + i - 1) / 2, 1.0, groups[start], transform=ax.get_xaxis_transform(), ha="center",
-                    va="bottom", fontsize=8, color=colour)
+                    va="bottom", fontsize=LABEL_FONT, color=colour)
             start = i
 
 
@@ -150,10 +151,9 @@ def name_points(ax: plt.Axes, x, y, names: Sequence[str]) -> list:
         if attempt:
             ax.margins(x=0.05 + 0.1 * attempt, y=0.05 + 0.1 * attempt)
             ax.autoscale_view()
-        texts = [ax.text(xi, yi, str(name), fontsize=7, parse_math=False) for xi, yi, name in zip(x, y, names)]
+        texts = [ax.text(xi, yi, str(name), fontsize=NAME_FONT, parse_math=False) for xi, yi, name in zip(x, y, names)]
         ax.figure.canvas.draw()  # the layout adjustText measures
-        _, lines = adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.4),
-                               arrowprops={"arrowstyle": "-", "color": "0.6", "lw": 0.5})
+        _, lines = adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.4), arrowprops=NAME_JOIN)
         if not overlapping_texts(texts):
             break
         drawn = list(lines) + texts
@@ -161,11 +161,12 @@ def name_points(ax: plt.Axes, x, y, names: Sequence[str]) -> list:
 
 
 def overlapping_texts(texts: Sequence) -> list[tuple[str, str]]:
-    """The pairs of ``texts`` (matplotlib Text) whose drawn boxes overlap."""
+    """The pairs of ``texts`` (matplotlib Text) whose drawn boxes overlap: the boxes of the texts
+    themselves, without the line an annotation draws to what it names."""
     if not texts:
         return []
     renderer = texts[0].figure.canvas.get_renderer()
-    boxes = [t.get_window_extent(renderer) for t in texts]
+    boxes = [matplotlib.text.Text.get_window_extent(t, renderer) for t in texts]
     return [(texts[i].get_text(), texts[j].get_text()) for i in range(len(texts)) for j in range(i + 1, len(texts))
             if boxes[i].overlaps(boxes[j])]
 
@@ -189,9 +190,9 @@ def end_labels(ax: plt.Axes, x: float, ys: Sequence[float], names: Sequence[str]
     x0 = ax.get_xlim()[0]
     pad = 0.04 * (x - x0) + 0.05
     for y_line, y_text, k in zip(ys[order], placed, order):
-        ax.annotate(str(names[k]), (x, y_line), xytext=(x + pad, y_text), textcoords="data", fontsize=7, color=colours[k],
-                    va="center", parse_math=False, ha="left", annotation_clip=False,
-                    arrowprops={"arrowstyle": "-", "color": "0.7", "lw": 0.4, "shrinkA": 0, "shrinkB": 0})
+        ax.annotate(str(names[k]), (x, y_line), xytext=(x + pad, y_text), textcoords="data", fontsize=NAME_FONT,
+                    color=colours[k], va="center", parse_math=False, ha="left", annotation_clip=False,
+                    arrowprops=END_JOIN)
     ax.set_xlim(x0, x + 0.3 * (x - x0) + 0.4)  # room for the names
 
 
@@ -205,19 +206,25 @@ def value_ticks(axis, values: Sequence[float] | None = None) -> None:
     axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
-def _empty_panel(ax: plt.Axes, message: str) -> None:
+def empty_panel(ax: plt.Axes, message: str) -> None:
+    """``message`` in the middle of ``ax``, its axes hidden (a panel with nothing to draw)."""
     ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True, transform=ax.transAxes)
     ax.set_axis_off()
 
 
-def _panels(n: int, ncols: int | None = None, nrows: int = 1, width: float = PANEL_SIZE[0],
-            **kw) -> tuple[plt.Figure, np.ndarray]:
+def panels(n: int, ncols: int | None = None, nrows: int = 1, width: float = PANEL_SIZE[0],
+           **kw) -> tuple[plt.Figure, np.ndarray]:
+    """A figure of ``nrows`` × ``ncols`` (default ``n``) panels of ``width`` × PANEL_SIZE's height,
+    the axes always a 2-d array (``plt.subplots`` keywords in ``kw``)."""
     ncols = ncols or n
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, PANEL_SIZE[1] * nrows), squeeze=False, **kw)
     return fig, axes
 
 
-def _one_legend(axes: Iterable[plt.Axes], title: str) -> None:
+_panels = panels  # the name mr2.results.tuning imports
+
+
+def one_legend(axes: Iterable[plt.Axes], title: str) -> None:
     """Keep the legend of the last panel that has one, outside it on the right; drop the others."""
     with_legend = [ax for ax in axes if ax.get_legend() is not None]
     for ax in with_legend[:-1]:

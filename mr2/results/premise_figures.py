@@ -10,11 +10,11 @@ import pandas as pd
 
 from ..common.io import save_csv
 from ..common.runs import DEFAULT_VARIANT
-from .plotting import (GROUP_COLOURS, PANEL_SIZE, class_axis, class_axis_width, display_name, name_points, placeholder,
-                       plt, save_figure, symbol)
+from .plotting import class_axis, class_axis_width, display_name, name_points, placeholder, plt, save_figure, symbol
 from .premise_tables import TABLE_NAMES, analyse
 from .premise_text import format_rho, is_exploratory, label, lookup
 from .statistics import LEVEL
+from .style import GROUP_COLOURS, PANEL_SIZE
 
 
 #: the two parts of a_k: neutral greys (no method's or group's colour)

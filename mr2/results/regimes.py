@@ -12,7 +12,6 @@ accuracy of all classes, of the hard classes (the hard third of that dataset key
 the worst class, in points, with its t-interval (``mr2.results.tables.paired``).
 
   regime_table     a row per data name, regime, method and metric: diff, diff_lo, diff_hi, n_paired
-  plot_regimes     a row of panels all / hard / worst per data name, x = regime, error bars = intervals
   regime_findings  one sentence per data name: MR²'s Δ in the smallest/shortest and the largest/longest regime
   regime_section   the report's "## Training regime" section (only when a data name has ≥ 2 regimes)
 """
@@ -20,14 +19,12 @@ the worst class, in points, with its t-interval (``mr2.results.tables.paired``).
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..common.runs import DEFAULT_VARIANT
-from .plotting import _one_legend, _panels, display_name, method_colour, placeholder, save_figure
+from .plotting import metric_name
 from .statistics import LEVEL, verdict
 from .tables import METRIC_TITLES, format_difference, paired, per_run_metrics
 
@@ -36,10 +33,8 @@ CONFIG_COLUMNS = {"data_name": "config.data.name", "train_cap": "config.data.tra
                   "epochs": "config.train.epochs"}
 METRICS = ("all", "hard", "worst")
 METHODS = ("mr2", "mr2_uniform", "mr2_no_rep")
-NO_REGIMES = "no dataset is run in several regimes (training-set size or epochs)"
 COLUMNS = ["data_name", "dataset", "regime", "train_cap", "epochs", "order", "method", "metric",
            "diff", "diff_lo", "diff_hi", "n_paired"]
-DODGE = 0.12  # horizontal offset between the methods at one regime
 
 
 def regime_label(train_cap: float, epochs: int) -> str:
@@ -95,46 +90,6 @@ def regime_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def plot_regimes(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame, stem: str | Path,
-                 reference: str = "erm", methods: Sequence[str] = METHODS) -> list[Path]:
-    """Per data name a row of panels all / hard / worst class: each method's paired Δ to the
-    reference (points, the method's colour) at each regime, error bars its t-interval over seeds,
-    a zero line; x = the regimes ordered by size, then epochs. A placeholder says when no data name
-    is run in several regimes."""
-    table = regime_table(per_class, runs, groups, reference, methods)
-    if table.empty:
-        return placeholder(stem, NO_REGIMES)
-    keys = regimes(runs)
-    names = list(dict.fromkeys(table["data_name"]))
-    present = [m for m in methods if m in set(table["method"])]
-    n_regimes = int(keys.groupby("data_name").size().max())
-    fig, axes = _panels(len(METRICS), nrows=len(names), width=max(4.5, 1.3 * n_regimes + 1.5), sharey="row")
-    for row, name in zip(axes, names):
-        labels = keys.loc[keys["data_name"] == name, "regime"]  # every regime, in order, even one without rows
-        for ax, metric in zip(row, METRICS):
-            for i, method in enumerate(present):
-                part = table[(table["data_name"] == name) & (table["metric"] == metric) & (table["method"] == method)]
-                x = part["order"].to_numpy(float) + DODGE * (i - (len(present) - 1) / 2)
-                yerr = np.nan_to_num(np.vstack([part["diff"] - part["diff_lo"], part["diff_hi"] - part["diff"]]))
-                ax.errorbar(x, part["diff"], yerr=yerr, fmt="o-", markersize=4, linewidth=0.8, capsize=2,
-                            color=method_colour(method), label=display_name(method))
-            ax.axhline(0.0, color="black", linewidth=0.8)
-            ax.set_xticks(range(len(labels)))
-            ax.set_xticklabels(list(labels), rotation=20 if len(labels) > 3 else 0,
-                               ha="right" if len(labels) > 3 else "center", fontsize=8)
-            ax.set(title=f"{name}: {_metric_name(metric)}",
-                   xlabel="training regime (size per class × epochs)",
-                   ylabel=f"Δ to {display_name(reference)} (points, {LEVEL:.0%} t-interval)")
-            ax.legend()
-    _one_legend(axes.flat, "method")
-    return save_figure(fig, stem)
-
-
-def _metric_name(metric: str) -> str:
-    """'all classes', 'hard classes', 'worst class'."""
-    return METRIC_TITLES[metric].lower() + ("" if metric == "worst" else " classes")
-
-
 def _interval(row: pd.Series) -> str:
     """``+0.9 [+0.2, +1.6] points (interval excludes 0)``."""
     v = verdict(row["diff"], row["diff_lo"], row["diff_hi"])
@@ -153,7 +108,7 @@ def regime_findings(table: pd.DataFrame, reference: str = "erm", method: str = "
             continue
         ends = {o: part[part["order"] == o].set_index("metric") for o in (first, last)}
         changes = "; ".join(
-            f"{_metric_name(m)} from {_interval(ends[first].loc[m])} to {_interval(ends[last].loc[m])}"
+            f"{metric_name(m)} from {_interval(ends[first].loc[m])} to {_interval(ends[last].loc[m])}"
             for m in METRICS if m in ends[first].index and m in ends[last].index)
         lines.append(f"- `{name}` ({part['order'].nunique()} regimes, ordered by size, then epochs): from the "
                      f"smallest, shortest regime ({ends[first]['regime'].iloc[0]}) to the largest, longest "

@@ -8,6 +8,7 @@ report cannot go stale. Where our numbers disagree with the paper's claims it sa
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -16,11 +17,13 @@ import yaml
 
 from ..common.io import save_text
 from ..common.runs import DEFAULT_VARIANT
-from .figures import available_figures, changed_classes, class_changes, missing_lines
+from .figures.registry import FigureOptions, figure_options, missing_lines, title_of
+from .figures.render import available
 from .groups import held_out_group_accuracy
 from .html import code_block, escape_frame, escape_text, inert_markdown, write_report_html
 from .plotting import caption, display_name
 from .longtail import longtail_section
+from .per_class import changed_classes, class_changes
 from .premise_text import premise_section
 from .regimes import regime_section
 from .statistics import EFFECT_OF_INTEREST, EQUIVALENT, UNDERPOWERED, word_of
@@ -97,40 +100,42 @@ def claim_verdict(v: dict[str, str]) -> str:
 
 
 def findings(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, reference: str = "erm",
-             effect_of_interest: float = EFFECT_OF_INTEREST) -> list[str]:
-    """Plain sentences, per dataset, on the paper's claims, computed from the tables; a "no clear
-    difference" whose minimum detectable effect exceeds ``effect_of_interest`` reads "underpowered"."""
+             effect_of_interest: float = EFFECT_OF_INTEREST, method: str = "mr2") -> list[str]:
+    """Plain sentences, per dataset, on the paper's claims for ``method`` (the MR² method of the run,
+    ``registry.figure_options``), computed from the tables; a "no clear difference" whose minimum
+    detectable effect exceeds ``effect_of_interest`` reads "underpowered"."""
     per_run = per_run_metrics(per_class, runs, groups)
     metrics = [m for m in FINDING_METRICS if m in per_run]  # no "easy" column when K < 3
     default = per_run[per_run["variant"] == DEFAULT_VARIANT]
     held_out = held_out_group_accuracy(per_class, reference)
+    name = display_name(method)
     lines: list[str] = []
     for dataset in per_run["dataset"].unique():
         lines.append(f"### {dataset}")
         methods = set(per_run.loc[per_run["dataset"] == dataset, "method"])
-        res = {m: paired(per_run, dataset, "mr2", reference, m) for m in metrics} if {"mr2", reference} <= methods else {}
+        res = {m: paired(per_run, dataset, method, reference, m) for m in metrics} if {method, reference} <= methods else {}
         if res and any(d is None for d in res.values()):
-            lines.append(f"- MR² and {reference.upper()} share no seed here: no paired comparison.")
+            lines.append(f"- {name} and {reference.upper()} share no seed here: no paired comparison.")
         elif res:
             v = {m: _word(d, effect_of_interest) for m, d in res.items()}
-            lines.append(f"- MR² against {reference.upper()}, paired by seed ({res['hard']['n_paired']} seeds): "
+            lines.append(f"- {name} against {reference.upper()}, paired by seed ({res['hard']['n_paired']} seeds): "
                          + "; ".join(f"{FINDING_METRICS[m]} {_fmt(res[m])} ({v[m]})" for m in metrics) + ".")
             lines.append(
-                "- The paper's claim (MR² raises hard-class accuracy without lowering easy-class accuracy, "
+                f"- The paper's claim ({name} raises hard-class accuracy without lowering easy-class accuracy, "
                 "and raises overall accuracy) is " + claim_verdict(v)
             )
-            lines += held_out_finding(held_out, dataset, reference, effect_of_interest)
+            lines += held_out_finding(held_out, dataset, reference, effect_of_interest, method)
         for ablation in ABLATIONS:
-            if "mr2" in methods and ablation in methods:
+            if method in methods and ablation in methods and ablation != method:
                 parts = []
                 for metric in ("all", "hard"):
-                    d = paired(per_run, dataset, "mr2", ablation, metric)
+                    d = paired(per_run, dataset, method, ablation, metric)
                     if d is not None:
-                        parts.append(f"{metric} {_fmt(d)} ({_word(d, effect_of_interest)} for MR²)")
+                        parts.append(f"{metric} {_fmt(d)} ({_word(d, effect_of_interest)} for {name})")
                 if parts:
-                    lines.append(f"- Full MR² against the ablation `{ablation}`: " + "; ".join(parts) + ". "
+                    lines.append(f"- Full {name} against the ablation `{ablation}`: " + "; ".join(parts) + ". "
                                  "The paper claims each ablation loses to full MR².")
-        lines += baseline_findings(per_run, dataset, reference, effect_of_interest)
+        lines += baseline_findings(per_run, dataset, reference, effect_of_interest, method)
         if dataset.startswith("cifar100") and {"erm", "mr2"} <= methods:
             ours = default[default["dataset"] == dataset].groupby("method")[["all", "hard"]].mean() * 100
             lines.append("- Against the paper's CIFAR-100 numbers (third-party summary, unverified; our default "
@@ -142,11 +147,11 @@ def findings(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, 
 
 
 def held_out_finding(held_out: pd.DataFrame, dataset: str, reference: str,
-                     effect_of_interest: float = EFFECT_OF_INTEREST) -> list[str]:
-    """MR²'s paired hard/easy differences with each seed's groups ranked on the reference's other
+                     effect_of_interest: float = EFFECT_OF_INTEREST, method: str = "mr2") -> list[str]:
+    """``method``'s paired hard/easy differences with each seed's groups ranked on the reference's other
     seeds (``mr2.results.groups.held_out_group_accuracy``), free of the regression to the mean that
     favours a hard-class gain when groups are ranked on the compared runs; nothing with one seed."""
-    res = {m: paired(held_out, dataset, "mr2", reference, m) for m in ("hard", "easy") if m in held_out}
+    res = {m: paired(held_out, dataset, method, reference, m) for m in ("hard", "easy") if m in held_out}
     if len(res) < 2 or any(d is None for d in res.values()):
         return []
     v = {m: _word(d, effect_of_interest) for m, d in res.items()}
@@ -157,32 +162,32 @@ def held_out_finding(held_out: pd.DataFrame, dataset: str, reference: str,
 
 
 def baseline_findings(per_run: pd.DataFrame, dataset: str, reference: str = "erm",
-                      effect_of_interest: float = EFFECT_OF_INTEREST) -> list[str]:
-    """A sentence per method other than the reference, MR² and its ablations (the baselines and
+                      effect_of_interest: float = EFFECT_OF_INTEREST, method: str = "mr2") -> list[str]:
+    """A sentence per method other than the reference, ``method`` (MR²) and its ablations (the baselines and
     the release's loss), in the tables' order: its paired hard- and easy-class differences to the
     reference (with their MDE) and whether it raises hard classes and lowers easy ones, in the words
     of ``comparison_word`` (underpowered included; ``trade_off_kind``), or why there is none; then
     one summary line."""
     present = list(dict.fromkeys(per_run.loc[per_run["dataset"] == dataset, "method"]))
-    baselines = [m for m in present if m not in (reference, "mr2", *ABLATIONS)]
+    baselines = [m for m in present if m not in (reference, method, *ABLATIONS)]
     if reference not in present or not baselines:
         return []
     lines, kinds = [], {}
-    for method in baselines:
-        res = {m: paired(per_run, dataset, method, reference, m) for m in ("hard", "easy", "all") if m in per_run}
+    for baseline in baselines:
+        res = {m: paired(per_run, dataset, baseline, reference, m) for m in ("hard", "easy", "all") if m in per_run}
         if "easy" not in res:  # no easy classes (K < 3)
             continue
         if any(d is None for d in res.values()):
-            lines.append(f"- `{method}` shares no seed with {reference.upper()} here: no paired comparison.")
+            lines.append(f"- `{baseline}` shares no seed with {reference.upper()} here: no paired comparison.")
             continue
         v = {m: _word(d, effect_of_interest) for m, d in res.items()}
         identical = all(d["diff"] == 0 and d["diff_sd"] == 0 for d in res.values())
         kind = f"is identical to {reference.upper()} on every seed" if identical else trade_off_kind(v["hard"], v["easy"])
-        kinds.setdefault(kind, []).append(method)
-        lines.append(f"- `{method}` against {reference.upper()} ({res['all']['n_paired']} seeds): hard classes "
+        kinds.setdefault(kind, []).append(baseline)
+        lines.append(f"- `{baseline}` against {reference.upper()} ({res['all']['n_paired']} seeds): hard classes "
                      f"{_fmt(res['hard'])} ({v['hard']}); easy classes {_fmt(res['easy'])} ({v['easy']}); all "
-                     f"classes {_fmt(res['all'])} ({v['all']}). It {kind}." + mr2_against(per_run, dataset, method,
-                                                                                         effect_of_interest))
+                     f"classes {_fmt(res['all'])} ({v['all']}). It {kind}."
+                     + mr2_against(per_run, dataset, baseline, effect_of_interest, method))
     if kinds:
         lines.append("- Baselines by outcome: " + "; ".join(f"{kind}: {', '.join(f'`{m}`' for m in ms)}"
                                                           for kind, ms in kinds.items()) + ".")
@@ -190,16 +195,16 @@ def baseline_findings(per_run: pd.DataFrame, dataset: str, reference: str = "erm
 
 
 def mr2_against(per_run: pd.DataFrame, dataset: str, baseline: str,
-                effect_of_interest: float = EFFECT_OF_INTEREST) -> str:
-    """`` MR² against it: hard classes ... (word); easy classes ... (word).``: full MR²'s paired
-    hard- and easy-class differences to ``baseline`` (the verdict's "MR² above the baselines");
-    empty without MR² or a common seed, or for MR²'s own family."""
-    if baseline.startswith("mr2") or "mr2" not in set(per_run.loc[per_run["dataset"] == dataset, "method"]):
+                effect_of_interest: float = EFFECT_OF_INTEREST, method: str = "mr2") -> str:
+    """`` MR² against it: hard classes ... (word); easy classes ... (word).``: ``method``'s (full
+    MR²'s) paired hard- and easy-class differences to ``baseline`` (the verdict's "MR² above the
+    baselines"); empty without it or a common seed, or for MR²'s own family."""
+    if baseline.startswith("mr2") or method not in set(per_run.loc[per_run["dataset"] == dataset, "method"]):
         return ""
-    res = {m: paired(per_run, dataset, "mr2", baseline, m) for m in ("hard", "easy")}
+    res = {m: paired(per_run, dataset, method, baseline, m) for m in ("hard", "easy")}
     if any(d is None for d in res.values()):
         return ""
-    return (" MR² against it: " + "; ".join(f"{m} classes {_fmt(d)} ({_word(d, effect_of_interest)})"
+    return (f" {display_name(method)} against it: " + "; ".join(f"{m} classes {_fmt(d)} ({_word(d, effect_of_interest)})"
                                             for m, d in res.items()) + ".")
 
 
@@ -240,7 +245,7 @@ def _option_value(value: Any) -> str:
 
 
 def class_findings(per_class: pd.DataFrame, reference: str = "erm", method: str = "mr2") -> list[str]:
-    """Per dataset, how many classes' paired intervals (``mr2.results.figures.class_changes``) exclude
+    """Per dataset, how many classes' paired intervals (``mr2.results.per_class.class_changes``) exclude
     0 for ``method``; a few of many are flagged as one of many comparisons
     (``mr2.results.statistics.one_of_many``)."""
     changes = class_changes(per_class, reference, [method])
@@ -257,29 +262,25 @@ def class_findings(per_class: pd.DataFrame, reference: str = "erm", method: str 
     return lines
 
 
-#: headings of the figures whose name does not read well as one
-FIGURE_TITLES = {"claim_forest": "The claim: each method's paired Δ to the reference",
-                 "accuracy_vs_variability": "The premise: accuracy against a_k and against the spread alone",
-                 "change_vs_erm": "Per-class change over the reference", "per_class_sorted": "Per-class accuracy",
-                 "bound_terms": "Proposition 1, term by term"}
-
-
 def figure_block(name: str, path: str, report_dir: Path) -> list[str]:
-    """A figure's heading, image and caption."""
-    return [f"### {FIGURE_TITLES.get(name, name.replace('_', ' ').capitalize())}", "", f"![{name}]({path})", "", caption(report_dir, name), ""]
+    """A figure's heading (``registry.title_of``), image and caption."""
+    return [f"### {title_of(name)}", "", f"![{name}]({path})", "", caption(report_dir, name), ""]
 
 
 def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict[str, str], out: str | Path,
-                 report_dir: str | Path, config: dict[str, Any], reference: str = "erm",
+                 report_dir: str | Path, config: dict[str, Any], reference: str | None = None,
                  sections: Sequence[str] = (), analysis: str | Path | None = None,
                  html_out: str | Path | None = None, effect_of_interest: float = EFFECT_OF_INTEREST,
-                 method: str = "mr2", sweep_method: str = "mr2") -> str:
+                 options: FigureOptions | None = None) -> str:
     """Assemble results/report.md; ``figures`` maps a figure name to its PNG path relative to ``out``;
     ``sections`` are Markdown sections written by other steps (e.g. the theory step's).
 
-    The report opens with the verdict on each part of the paper's claim (``mr2.results.verdicts``)
-    and shows only what the run holds: a figure whose comparison the tables lack
-    (``mr2.results.figures.available_figures``) is left out, with one line naming the config that
+    The methods the report and its figures are about (the reference, the MR² method, the swept
+    method) are ``options``, by default read from the pipeline ``config`` as ``mr2 figures`` reads
+    them (``registry.figure_options``); ``reference`` replaces the reference. The report opens with
+    the verdict on each part of the paper's claim (``mr2.results.verdicts``) and shows only what the
+    run holds: a figure whose comparison the tables lack (its table is empty,
+    ``mr2.results.figures.render.available``) is left out, with one line naming the config that
     runs it (section "Not in this run"). Order: the verdict, the results table, the findings led by
     the claim's figure (``claim_forest``), the premise's picture (``accuracy_vs_variability``) right
     after them, the "Long-tailed data" section for long-tailed training data
@@ -290,15 +291,17 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
     config is shown in a code block no string of it can close; the pasted ``results_md`` and ``sections``
     are ``inert_markdown``, and the page renders no raw HTML: no markup of a config, a CSV or a file is live.
     """
-    tables_reference = reference  # the name as the tables hold it, for what is computed rather than shown
+    figure_opts = options or figure_options(config)
+    if reference is not None:
+        figure_opts = replace(figure_opts, reference=reference)
     per_class, runs, groups = (escape_frame(tables[name]) for name in ("per_class", "runs", "groups"))
-    reference = escape_text(reference)
+    reference, method = escape_text(figure_opts.reference), escape_text(figure_opts.method)
     report_dir = Path(report_dir)
-    available = available_figures(tables, tables["groups"], tables_reference, sweep_method, method)
-    shown = {name: path for name, path in figures.items() if available.get(name, True)}
+    holds = available(tables, figure_opts)  # computed on the tables as they are, names unescaped
+    shown = {name: path for name, path in figures.items() if holds.get(name, True)}
     lead = figure_block(LEAD_FIGURE, shown.pop(LEAD_FIGURE), report_dir) if LEAD_FIGURE in shown else []
     premise = figure_block(PREMISE_FIGURE, shown.pop(PREMISE_FIGURE), report_dir) if PREMISE_FIGURE in shown else []
-    options = method_options_line(runs)
+    options_line = method_options_line(runs)
     n_runs = len(runs)
     text = [
         "# MR² replication report",
@@ -308,7 +311,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "Each run's resolved config is `config.yaml` in its run folder (`runs/<dataset>/<method>/"
         "<variant>/<hash>/seed<k>/` beside this report); the tidy tables are in `tables/`.",
         "",
-        *([options, ""] if options else []),
+        *([options_line, ""] if options_line else []),
         "Easy/medium/hard: thirds of the classes ranked by the reference method's per-class test accuracy "
         f"(`{reference}`, mean over seeds) — our reading of the paper, whose rule is unpublished; classes "
         "without test samples are in no group. Ranking and comparing on the same reference runs favours a "
@@ -330,7 +333,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "## What we find",
         "",
         *lead,
-        *findings(per_class, runs, groups, reference, effect_of_interest),
+        *findings(per_class, runs, groups, reference, effect_of_interest, method),
         *class_findings(per_class, reference, method),
         "",
         *premise,  # a subsection of the findings: before the next section opens
@@ -343,7 +346,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         text += ["## More figures", ""]
         for name, path in shown.items():
             text += figure_block(name, path, report_dir)
-    missing = missing_lines(available, reference, method)
+    missing = missing_lines(holds, replace(figure_opts, reference=reference, method=method))
     if missing:
         text += ["## Not in this run", "", *[f"- {line}" for line in missing], ""]
     text += ["## Configuration", "", code_block(yaml.safe_dump(config, sort_keys=False).strip(), "yaml"), ""]

@@ -58,9 +58,11 @@ rule results_table:
 
 
 rule figures:
-    """The report's figures (PNG and PDF), from the tidy tables only."""
+    """The report's figures (PNG and PDF), from the tidy tables; which methods they draw is read from
+    the pipeline config, as the report reads it (mr2.results.figures.registry.figure_options)."""
     input:
-        expand(f"{TABLES}/{{name}}.csv", name=TABLE_NAMES),
+        tables=expand(f"{TABLES}/{{name}}.csv", name=TABLE_NAMES),
+        cfg=PIPELINE_CONFIG,
     output:
         png=[report(f"{FIGURES}/{n}.png", caption=f"../report/{n}.rst", category="Figures") for n in figure_names()],
         pdf=[f"{FIGURES}/{n}.pdf" for n in figure_names()],
@@ -73,16 +75,12 @@ rule figures:
         ENV_RESULTS
     params:
         repo=REPO,
-        reference=REFERENCE,
-        sweep_method=SWEEP_METHOD,
-        method=MR2_METHOD,
-        tables=lambda wildcards, input: folder_of(input[0]),
+        tables=lambda wildcards, input: folder_of(input.tables[0]),
         out=lambda wildcards, output: folder_of(output.png[0]),
         names=figure_names(),
     shell:
-        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 figures --tables {params.tables:q} --reference {params.reference:q}"
-        " --sweep-method {params.sweep_method:q} --method {params.method:q} --names {params.names:q}"
-        " --out {params.out:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 figures --tables {params.tables:q} --config {input.cfg:q}"
+        " --names {params.names:q} --out {params.out:q} > {log:q} 2>&1"
 
 
 rule report:
@@ -109,7 +107,6 @@ rule report:
         ENV_RESULTS
     params:
         repo=REPO,
-        reference=REFERENCE,
         tables=lambda wildcards, input: folder_of(input.md),
         figures=lambda wildcards, input: folder_of(input.figures[0]),
         analysis=lambda wildcards, input: folder_of(input.analysis),
@@ -117,6 +114,6 @@ rule report:
         effect=config["effect_of_interest"],
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 report --tables {params.tables:q} --figures {params.figures:q} --captions {params.captions:q}"
-        " --config {input.cfg:q} --analysis {params.analysis:q} --reference {params.reference:q}"
+        " --config {input.cfg:q} --analysis {params.analysis:q}"
         " --section {input.theory:q} --out {output.md:q} --html {output.html:q} --effect-of-interest {params.effect:q}"
         " > {log:q} 2>&1"

@@ -8,22 +8,28 @@ seed), the numbers of the results table; a panel per dataset.
 
   tradeoff_points  a row per dataset and method: hard and easy Δ with their intervals, n_paired
   near_zero        which points crowd around 0 while others lie far out (they get a zoomed panel)
-  plot_tradeoff    the figure (a placeholder when no method has a paired comparison)
+  draw             the figure
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
-from ..common.runs import DEFAULT_VARIANT
-from .plotting import _panels, method_colour, display_name, name_points, placeholder, save_figure
-from .tables import comparisons_table
+from ...common.runs import DEFAULT_VARIANT
+from ..plotting import display_name, method_colour, name_points, panels, plt
+from ..style import (CLAIMED_QUADRANT, LABEL_FONT, LARGE_POINT, QUADRANT_ALPHA, QUIET_ZERO_LINE, TRADEOFF_INTERVAL,
+                     TRADEOFF_TITLE_FONT, WIDE_PANEL)
+from ..tables import comparisons_table
+from .registry import FigureOptions
 
-NO_POINTS = "no method shares seeds with the reference on a dataset with easy and hard classes"
+FIGURE = {
+    "name": "tradeoff", "title": "Tradeoff", "order": 9, "needs": None, "missing": None,
+    "empty": "no method shares seeds with the reference on a dataset with easy and hard classes",
+}
 AXES = {"easy": "x", "hard": "y"}
 #: a point is "near 0" within this many times the median distance of the points from the origin
 #: (at least ``NEAR_FLOOR`` points), and a panel zooms on those when some other point lies farther out
@@ -65,46 +71,47 @@ def near_zero(points: pd.DataFrame) -> pd.Series | None:
     return pd.Series(near, index=points.index) if 2 <= near.sum() < len(points) else None
 
 
-def plot_tradeoff(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups: pd.DataFrame, stem: str | Path,
-                  reference: str = "erm") -> list[Path]:
-    """Per dataset a panel: a point per method at (easy Δ, hard Δ) to ``reference`` with both 95 %
+def table(tables: Mapping[str, pd.DataFrame], options: FigureOptions) -> pd.DataFrame:
+    """``tradeoff_points`` against the reference."""
+    return tradeoff_points(tables["per_class"], tables.get("runs"), tables["groups"], options.reference)
+
+
+def draw(points: pd.DataFrame, options: FigureOptions) -> plt.Figure:
+    """Per dataset a panel: a point per method at (easy Δ, hard Δ) to the reference with both 95 %
     intervals as error bars (none with one paired seed), named in the legend; lines at zero; the
     quadrant the paper claims for MR² (hard up, easy not down) shaded. Where a few points lie far out
     and the rest crowd around 0 (``near_zero``), a second panel beside it zooms on the crowd, each
     point named beside it."""
-    points = tradeoff_points(per_class, runs, groups, reference)
-    if points.empty:
-        return placeholder(stem, NO_POINTS)
-    panels = []
+    shown = []
     for dataset in points["dataset"].unique():
         here = points[points["dataset"] == dataset]
         near = near_zero(here)
-        panels.append((dataset, here, False))
+        shown.append((dataset, here, False))
         if near is not None:
-            panels.append((dataset, here[near], True))
-    fig, axes = _panels(len(panels), width=5.0)
-    for ax, (dataset, here, zoom) in zip(axes[0], panels):
+            shown.append((dataset, here[near], True))
+    fig, axes = panels(len(shown), width=WIDE_PANEL)
+    reference = display_name(options.reference)
+    for ax, (dataset, here, zoom) in zip(axes[0], shown):
         for _, p in here.iterrows():
-            colour = method_colour(p["method"])
             ax.errorbar(p["easy_diff"], p["hard_diff"], xerr=_bar(p, "easy"), yerr=_bar(p, "hard"), fmt="o",
-                        color=colour, elinewidth=1, capsize=3, markersize=6,  # bars in the point's colour
-                        label=display_name(p["method"]))
-        ax.axhline(0, color="grey", lw=0.8, zorder=0)
-        ax.axvline(0, color="grey", lw=0.8, zorder=0)
+                        color=method_colour(p["method"]), markersize=LARGE_POINT,  # bars in the point's colour
+                        **TRADEOFF_INTERVAL, label=display_name(p["method"]))
+        ax.axhline(0, **QUIET_ZERO_LINE)
+        ax.axvline(0, **QUIET_ZERO_LINE)
         ax.margins(0.15)
         (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()  # the lines at 0 keep the origin inside
         ax.set(xlim=(x0, x1), ylim=(y0, y1))  # frozen: the shading does not widen the view
-        ax.fill_between([0, x1], 0, y1, color="tab:green", alpha=0.07, lw=0, zorder=-1)
+        ax.fill_between([0, x1], 0, y1, color=CLAIMED_QUADRANT, alpha=QUADRANT_ALPHA, lw=0, zorder=-1)
         n = here["n_paired"].max()
         ax.set_title(f"{dataset} ({int(n)} paired seed{'s' if n != 1 else ''})"
-                     + (f"\nzoom on the {len(here)} methods near 0" if zoom else ""), fontsize=10)
+                     + (f"\nzoom on the {len(here)} methods near 0" if zoom else ""), fontsize=TRADEOFF_TITLE_FONT)
         if zoom:
             name_points(ax, here["easy_diff"], here["hard_diff"], [display_name(m) for m in here["method"]])
-        ax.set_xlabel(f"Δ easy classes vs {display_name(reference)} (points)")
-        ax.set_ylabel(f"Δ hard classes vs {display_name(reference)} (points)")
+        ax.set_xlabel(f"Δ easy classes vs {reference} (points)")
+        ax.set_ylabel(f"Δ hard classes vs {reference} (points)")
     legend = {}  # every method of every panel, once (a zoomed panel holds only some)
     for ax in axes[0]:
         legend.update({label: handle for handle, label in zip(*ax.get_legend_handles_labels())})
     axes[0][-1].legend(legend.values(), legend.keys(), loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False,
-                       title="method", fontsize=8)
-    return save_figure(fig, stem)
+                       title="method", fontsize=LABEL_FONT)
+    return fig
