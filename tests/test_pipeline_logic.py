@@ -251,24 +251,6 @@ def test_a_target_of_other_settings_is_refused_naming_its_folder():
         plan.check_data_hash("fashion_mnist", "deadbeef", "12345678")
 
 
-def test_the_analysed_method_is_mr2_else_the_first_mr2_variant_run():
-    assert plan.analysed_method(smoke()) == "mr2"
-    assert plan.analysed_method(smoke(methods=["erm", "mr2_uniform", "mr2_no_rep"], sweeps={"method": "mr2"})) == "mr2_uniform"
-    assert plan.analysed_method(smoke(methods=["erm"], sweeps={"method": "mr2_no_rep", "c_bar": [2.0]},
-                                      method_options={})) == "mr2_no_rep"
-    assert plan.analysed_method(smoke(methods=["erm", "focal"], sweeps={"method": "mr2"})) == "mr2"
-
-
-# ----------------------------------------------------------------------------- paths and job commands
-def test_every_pattern_is_under_the_output_root():
-    for root in ("results", "a/b/", "/abs/out"):
-        found = paths.patterns(root)
-        out = found["OUT"]
-        assert not out.endswith("/") and all(v == out or v.startswith(out + "/") for v in found.values())
-    assert paths.log_of("r", "train", "k") == "r/logs/train/k.log" and paths.log_of("r", "report") == "r/logs/report.log"
-    assert paths.benchmark_of("r", "train", "k") == "r/benchmarks/train/k.tsv"
-
-
 def test_the_gpu_locks_are_beside_the_output_root_a_module_prefix_moved():
     run_dir = paths.patterns("results")["RUN_DIR"]
     wildcards = {"dataset": "d", "method": "mr2", "variant": "default", "run_hash": "0123abcd", "seed": "0"}

@@ -241,9 +241,3 @@ def run_folders_table(config: dict, folder_of_run: Callable[..., str]) -> str:
     return "\n".join(rows)
 
 
-def analysed_method(config: dict) -> str:
-    """The MR² method whose margins the figures and the premise analysis show: mr2 when it runs, else
-    the first MR² method run or swept (mr2_uniform, ...), else mr2 (the figures then say it has no runs)."""
-    swept = [config["sweeps"]["method"]] if sweep_variants(config) else []
-    candidates = [m for m in [*config["methods"], *swept] if m.startswith("mr2")]
-    return "mr2" if "mr2" in candidates or not candidates else candidates[0]

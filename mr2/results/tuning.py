@@ -33,7 +33,7 @@ from ..common.io import save_csv, save_text  # noqa: E402
 from ..common.runs import DEFAULT_VARIANT  # noqa: E402
 from ..common.tuning import trial_index  # noqa: E402
 from .groups import difficulty_table  # noqa: E402
-from .plotting import _panels, display_name, method_colour, save_figure  # noqa: E402
+from .plotting import display_name, method_colour, panels, save_figure  # noqa: E402
 from .tables import per_run_metrics  # noqa: E402
 
 #: criterion -> (the validation metric maximised, the tie-break); the config key ``tune.criterion``
@@ -142,7 +142,7 @@ def plot_budget(budget: pd.DataFrame, reference: pd.DataFrame, reference_name: s
     """One panel per dataset: the expected best validation score of each method against the number
     of trials (``budget_table``), the reference's validation score as a dashed line."""
     datasets = list(budget["dataset"].unique())
-    fig, axes = _panels(max(1, len(datasets)))
+    fig, axes = panels(max(1, len(datasets)))
     for ax, dataset in zip(axes.flat, datasets):
         here = budget[budget["dataset"] == dataset]
         metric = here["metric"].iloc[0]

@@ -49,6 +49,7 @@ from mr2.pipeline.config import sweep_variants, tune_section
 from mr2.pipeline.jobs import device_args, gpu_resources, jtt_errors_args, launcher, theory_args, upsample_input
 from mr2.pipeline.paths import DATA_KEY, EVAL_FILES, EVAL_VAL_FILES, HASH, JTT_KEY, RUN_FILES, RUN_KEY, TABLE_NAMES
 from mr2.pipeline.paths import THEORY_FIGURE, folder_of, run_dirs_of
+from mr2.results.figures.registry import config_figures, figure_options
 
 CAPTIONS = ROOT / "workflow" / "report"
 ENV_TORCH = "../envs/torch.yml"  # configs, prepare, train, evaluate, theory (--sdm conda)
@@ -60,33 +61,19 @@ config.update(checked(config, SCHEMAS))  # typed, defaults filled in, checked: e
 TUNE = tune_section(config)  # no tuning stage unless the config has a `tune` section
 SWEEP_METHOD = config["sweeps"]["method"]
 REFERENCE = config["reference"]
-MR2_METHOD = plan.analysed_method(config)
+MR2_METHOD = figure_options(config).method  # the registry's reading, shared by `mr2 figures` and `mr2 report`
 # OUT, DATA, DATA_CONFIG, RUN_DIR, RUN_CONFIG, JTT_*, EVAL_DIR, TUNE_*, TABLES, FIGURES, ANALYSIS, LOGS,
 # BENCHMARKS, REPORT, REPORT_HTML, THEORY, PIPELINE_CONFIG, RUN_FOLDERS: mr2.pipeline.paths.patterns
 globals().update(paths.patterns(config["output_root"]))
 log_of = functools.partial(paths.log_of, OUT)
 benchmark_of = functools.partial(paths.benchmark_of, OUT)
 locks_of = functools.partial(paths.locks_of, OUT)
-FIGURE_NAMES = [
-    "claim_forest",
-    "per_class_sorted",
-    "accuracy_vs_variability",
-    "group_accuracy",
-    "change_vs_erm",
-    "margins_over_training",
-    "sweeps",
-    "regimes",
-    "tradeoff",
-]
 
 
 def figure_names():
-    """The figures this config has data for (`mr2 figures` draws no placeholder): no sweeps figure
-    without a sweep, no regimes figure unless one data name is run under two dataset keys."""
-    data_names = [b.get("data", {}).get("name", k) for k, b in config["datasets"].items()]
-    skip = {"sweeps"} if not sweep_variants(config) else set()
-    skip |= {"regimes"} if len(set(data_names)) == len(data_names) else set()
-    return [n for n in FIGURE_NAMES if n not in skip]
+    """The figures this config has data for (`mr2 figures` draws no placeholder), from the figures'
+    registry (mr2/results/figures/registry.py, standard library only)."""
+    return config_figures(config)
 
 
 def chosen(dataset):
