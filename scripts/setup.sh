@@ -19,6 +19,13 @@ if [ ! -d /usr/share/datasets/fashion-mnist ]; then
     || echo "[setup] WARNING: could not install dataset-fashion-mnist (no root?); fashion_mnist will need download: true" >&2
 fi
 
+# Chromium from Debian: tests/test_report_page.py measures the HTML report in it (skipped without it).
+if ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then
+  echo "[setup] installing Debian's chromium (headless browser for the report-page test)"
+  as_root apt-get update -qq && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+    || echo "[setup] WARNING: could not install chromium (no root?); tests/test_report_page.py will be skipped" >&2
+fi
+
 "$PY" -c 'import sys; assert sys.version_info >= (3, 11), "mr2 needs Python >= 3.11, found " + sys.version'
 # Debian's own Python makes venvs only with its pythonX.Y-venv package (ensurepip).
 if ! "$PY" -c 'import ensurepip' 2>/dev/null; then

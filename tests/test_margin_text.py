@@ -14,12 +14,13 @@ from mr2.results.margin_text import class_trajectories, margin_sentences
 
 # ----------------------------------------------------------------------------- the hand-built tables
 # cifar: 7 classes, 3 seeds, epochs 1, 2 and 4. The mean over seeds of class c at epoch e is
-# CIFAR[e][c]; seed s adds CIFAR_OFFSET[s] (they sum to 0, so the mean is CIFAR[e][c], while the
-# median, the first or the last seed would not be).
+# CIFAR[e][c]; seed s adds CIFAR_OFFSET[e][s] (they sum to 0, so the mean is CIFAR[e][c], while the
+# median, the first or the last seed would not be; the last epoch's differ, so changes vary by seed).
 CIFAR = {1: [0.50, 0.60, 0.70, 0.80, 0.90, 1.10, 0.24],
          2: [0.61, 0.72, 0.83, 0.94, 1.05, 1.16, 0.27],
          4: [0.42, 0.57, 0.96, 0.73, 1.21, 1.34, 0.18]}
-CIFAR_OFFSET = {0: -0.03, 1: 0.01, 2: 0.02}
+EARLY = {0: -0.03, 1: 0.01, 2: 0.02}
+CIFAR_OFFSET = {1: EARLY, 2: EARLY, 4: {0: 0.02, 1: -0.04, 2: 0.02}}
 # groups: 0, 1 easy; 2, 3 medium; 4, 5 hard; 6 has no group
 CIFAR_GROUP = ["easy", "easy", "medium", "medium", "hard", "hard", None]
 CIFAR_NAME = ["apple", "bee", "cat", "dog", "eel", "fox", "gnu"]
@@ -50,7 +51,7 @@ def row(dataset, method, variant, seed, epoch, name, cls, value):
 def epochs_table() -> pd.DataFrame:
     rows = []
     for e, values in CIFAR.items():
-        for s, off in CIFAR_OFFSET.items():
+        for s, off in CIFAR_OFFSET[e].items():
             rows += [row("cifar", "mr2", "default", s, e, "gamma", c, v + off) for c, v in enumerate(values)]
             # dataset-level rows: no class (one of them even named gamma), huge values
             rows.append(row("cifar", "mr2", "default", s, e, "gamma", pd.NA, 50.0))
@@ -154,35 +155,53 @@ def test_class_trajectories_keeps_a_class_without_a_name():
 
 
 # ----------------------------------------------------------------------------- margin_sentences
-# cifar, epoch 1 -> 4. Group means (class 6 has no group, left out):
-#   easy   (0.50 + 0.60) / 2 = 0.550 -> (0.42 + 0.57) / 2 = 0.495
-#   medium (0.70 + 0.80) / 2 = 0.750 -> (0.96 + 0.73) / 2 = 0.845
-#   hard   (0.90 + 1.10) / 2 = 1.000 -> (1.21 + 1.34) / 2 = 1.275
-#   hard / easy at the end = 1.275 / 0.495 = 2.5757... -> 2.58 (> 1)
-#   final, descending: fox 1.34, eel 1.21, cat 0.96, dog 0.73, bee 0.57, apple 0.42, gnu 0.18
-#   changes: apple -0.08, bee -0.03, cat +0.26, dog -0.07, eel +0.31, fox +0.24, gnu -0.06
+# Intervals: mean ± t·sd/√n over seeds (sd with n − 1), t = 4.3027 for 3 seeds, 12.7062 for 2.
+# cifar, epoch 1 -> 4. Per seed, a group's mean over its classes (class 6 has no group, left out) is
+# the group's mean plus the seed's offset (-0.03, 0.01, 0.02 at epoch 1; 0.02, -0.04, 0.02 at epoch 4):
+#   sd of the epoch-1 offsets 0.026458 -> half-width 4.3027 · 0.026458/√3 = 0.066
+#   sd of the epoch-4 offsets 0.034641 -> half-width 4.3027 · 0.034641/√3 = 0.086
+#   easy   (0.50 + 0.60) / 2 = 0.550 ± 0.066 -> (0.42 + 0.57) / 2 = 0.495 ± 0.086
+#   medium (0.70 + 0.80) / 2 = 0.750 ± 0.066 -> (0.96 + 0.73) / 2 = 0.845 ± 0.086
+#   hard   (0.90 + 1.10) / 2 = 1.000 ± 0.066 -> (1.21 + 1.34) / 2 = 1.275 ± 0.086
+#   hard / easy per seed at the end: 1.295/0.515 = 2.5146, 1.235/0.455 = 2.7143, 2.5146: mean 2.581,
+#   sd 0.1153, half-width 0.286 -> 2.58 [2.29, 2.87], above 1: larger
+#   final, descending (mean, seed range = mean - 0.04 .. mean + 0.02): fox 1.34, eel 1.21, cat 0.96,
+#   dog 0.73, bee 0.57, apple 0.42, gnu 0.18
+#   changes per seed: the mean change plus (0.05, -0.05, 0): sd 0.05, half-width 0.124
+#   eel +0.31 [+0.186, +0.434] (a rise); apple -0.08 [-0.204, +0.044] (contains 0: not shown)
 CIFAR_LINES = [
-    "cifar: MR²'s margins γ_k from epoch 1 to epoch 4 (mean over classes and seeds): easy classes 0.550 → 0.495; "
-    "medium classes 0.750 → 0.845; hard classes 1.000 → 1.275.",
-    "cifar: at the end the hard classes' mean γ_k is 2.58 times the easy classes' "
-    "(larger, as Corollary 1 intends for harder classes).",
-    "cifar: largest final γ_k: fox (hard, 1.340), eel (hard, 1.210), cat (medium, 0.960); "
-    "smallest: gnu (no group, 0.180), apple (easy, 0.420), bee (easy, 0.570).",
-    "cifar: over training γ_k rose most for eel (+0.310) and fell most for apple (-0.080).",
+    "cifar: MR²'s margins γ_k from epoch 1 to epoch 4 (mean over classes and seeds [95 % t-interval over seeds]): "
+    "easy classes 0.550 [0.484, 0.616] → 0.495 [0.409, 0.581]; medium classes 0.750 [0.684, 0.816] → "
+    "0.845 [0.759, 0.931]; hard classes 1.000 [0.934, 1.066] → 1.275 [1.189, 1.361].",
+    "cifar: at the end the hard classes' mean γ_k is 2.58 [2.29, 2.87] times the easy classes' (mean of the "
+    "per-seed ratios): larger, as Corollary 1 intends for harder classes.",
+    "cifar: largest final γ_k (mean over seeds, their range): fox (hard, 1.340, seeds 1.300 to 1.360), "
+    "eel (hard, 1.210, seeds 1.170 to 1.230), cat (medium, 0.960, seeds 0.920 to 0.980); smallest: "
+    "gnu (no group, 0.180, seeds 0.140 to 0.200), apple (easy, 0.420, seeds 0.380 to 0.440), "
+    "bee (easy, 0.570, seeds 0.530 to 0.590).",
+    "cifar: over training (last minus first epoch, per seed) γ_k rose most for eel, +0.310 [+0.186, +0.434] "
+    "(a rise), and fell most for apple, -0.080 [-0.204, +0.044] (rise or fall: not shown).",
 ]
-# mnist, epoch 2 -> 3; medium (class 2) only at epoch 3: left out of the first sentence.
+# mnist, epoch 2 -> 3, two seeds (offsets -0.05, +0.05 at both epochs: sd 0.0707, half-width 12.7062 ·
+# 0.0707/√2 = 0.635); medium (class 2) only at epoch 3: left out of the first sentence.
 #   easy 0.900 -> 0.800; hard (0.30 + 0.50) / 2 = 0.400 -> (0.42 + 0.48) / 2 = 0.450
-#   hard / easy = 0.45 / 0.80 = 0.5625 -> 0.56 (not larger)
-#   final, descending: one 0.80, two 0.65, three 0.48, zero 0.42
-#   changes: zero +0.12, one -0.10, three -0.02 (two has no start)
+#   hard / easy per seed: 0.40/0.75 = 0.5333, 0.50/0.85 = 0.5882: mean 0.561, half-width 0.349
+#   -> 0.56 [0.21, 0.91], below 1: smaller
+#   final, descending: one 0.80, two 0.65, three 0.48, zero 0.42 (each ± 0.05 over seeds)
+#   changes: zero +0.12, one -0.10 on both seeds: no spread, so no direction
 MNIST_LINES = [
-    "mnist: MR²'s margins γ_k from epoch 2 to epoch 3 (mean over classes and seeds): easy classes 0.900 → 0.800; "
-    "hard classes 0.400 → 0.450.",
-    "mnist: at the end the hard classes' mean γ_k is 0.56 times the easy classes' "
-    "(not larger: the margins do not favour the hard classes).",
-    "mnist: largest final γ_k: one (easy, 0.800), two (medium, 0.650), three (hard, 0.480); "
-    "smallest: zero (hard, 0.420), three (hard, 0.480), two (medium, 0.650).",
-    "mnist: over training γ_k rose most for zero (+0.120) and fell most for one (-0.100).",
+    "mnist: MR²'s margins γ_k from epoch 2 to epoch 3 (mean over classes and seeds [95 % t-interval over seeds]): "
+    "easy classes 0.900 [0.265, 1.535] → 0.800 [0.165, 1.435]; hard classes 0.400 [-0.235, 1.035] → "
+    "0.450 [-0.185, 1.085].",
+    "mnist: at the end the hard classes' mean γ_k is 0.56 [0.21, 0.91] times the easy classes' (mean of the "
+    "per-seed ratios): smaller: the margins favour the easy classes.",
+    "mnist: largest final γ_k (mean over seeds, their range): one (easy, 0.800, seeds 0.750 to 0.850), "
+    "two (medium, 0.650, seeds 0.600 to 0.700), three (hard, 0.480, seeds 0.430 to 0.530); smallest: "
+    "zero (hard, 0.420, seeds 0.370 to 0.470), three (hard, 0.480, seeds 0.430 to 0.530), "
+    "two (medium, 0.650, seeds 0.600 to 0.700).",
+    "mnist: over training (last minus first epoch, per seed) γ_k rose most for zero, +0.120 [+0.120, +0.120] "
+    "(rise or fall: undetermined (no spread between seeds)), and fell most for one, -0.100 [-0.100, -0.100] "
+    "(rise or fall: undetermined (no spread between seeds)).",
 ]
 
 
@@ -192,79 +211,107 @@ def test_margin_sentences_two_datasets():
 
 def test_margin_sentences_without_names_name_classes_by_index():
     lines = margin_sentences(epochs_table(), groups_table())
-    assert lines[2] == ("cifar: largest final γ_k: 5 (hard, 1.340), 4 (hard, 1.210), 2 (medium, 0.960); "
-                        "smallest: 6 (no group, 0.180), 0 (easy, 0.420), 1 (easy, 0.570).")
-    assert lines[3] == "cifar: over training γ_k rose most for 4 (+0.310) and fell most for 0 (-0.080)."
-    assert lines[7] == "mnist: over training γ_k rose most for 0 (+0.120) and fell most for 1 (-0.100)."
+    assert lines[2] == CIFAR_LINES[2].replace("fox", "5").replace("eel", "4").replace("cat", "2").replace(
+        "gnu", "6").replace("apple", "0").replace("bee", "1")
+    assert lines[3] == CIFAR_LINES[3].replace("eel", "4").replace("apple", "0")
+    assert lines[7] == MNIST_LINES[3].replace("zero", "0").replace("one", "1")
     assert [lines[i] for i in (0, 1, 4, 5)] == [CIFAR_LINES[0], CIFAR_LINES[1], MNIST_LINES[0], MNIST_LINES[1]]
     assert len(lines) == 8
 
 
 def test_margin_sentences_of_another_variant():
-    # c_bar=0.5, epoch 1 -> 4: medium (class 2) only at epoch 1: left out; no easy class: no ratio sentence.
-    #   hard (2.1 + 2.5) / 2 = 2.300 -> (2.6 + 2.3) / 2 = 2.450
-    #   final, descending: eel 2.6, fox 2.3, gnu 1.4; changes: eel +0.5, fox -0.2, gnu +0.4
+    # c_bar=0.5, two seeds, epoch 1 -> 4: medium (class 2) only at epoch 1: left out; no easy class:
+    # no ratio sentence. Half-width 12.7062 · sd/√2.
+    #   hard per seed (2.0 + 2.4)/2 = 2.2, (2.2 + 2.6)/2 = 2.4: 2.300 ± 12.7062 · 0.1414/√2 = ± 1.271
+    #        -> (2.5 + 2.3)/2 = 2.4, (2.7 + 2.3)/2 = 2.5: 2.450 ± 0.635
+    #   final, descending: eel 2.6 (2.5 to 2.7), fox 2.3 (2.3 both), gnu 1.4 (1.3 to 1.5)
+    #   changes: eel +0.5 on both seeds (no spread); fox -0.1, -0.3: -0.200 ± 1.271 (contains 0)
     assert margin_sentences(epochs_table(), groups_table(), variant="c_bar=0.5", names=names_table()) == [
-        "cifar: MR² (c_bar=0.5)'s margins γ_k from epoch 1 to epoch 4 (mean over classes and seeds): "
-        "hard classes 2.300 → 2.450.",
-        "cifar: largest final γ_k: eel (hard, 2.600), fox (hard, 2.300), gnu (no group, 1.400); "
-        "smallest: gnu (no group, 1.400), fox (hard, 2.300), eel (hard, 2.600).",
-        "cifar: over training γ_k rose most for eel (+0.500) and fell most for fox (-0.200).",
+        "cifar: MR² (c_bar=0.5)'s margins γ_k from epoch 1 to epoch 4 (mean over classes and seeds [95 % t-interval "
+        "over seeds]): hard classes 2.300 [1.029, 3.571] → 2.450 [1.815, 3.085].",
+        "cifar: largest final γ_k (mean over seeds, their range): eel (hard, 2.600, seeds 2.500 to 2.700), "
+        "fox (hard, 2.300, seeds 2.300 to 2.300), gnu (no group, 1.400, seeds 1.300 to 1.500); smallest: "
+        "gnu (no group, 1.400, seeds 1.300 to 1.500), fox (hard, 2.300, seeds 2.300 to 2.300), "
+        "eel (hard, 2.600, seeds 2.500 to 2.700).",
+        "cifar: over training (last minus first epoch, per seed) γ_k rose most for eel, +0.500 [+0.500, +0.500] "
+        "(rise or fall: undetermined (no spread between seeds)), and fell most for fox, -0.200 [-1.471, +1.071] "
+        "(rise or fall: not shown).",
     ]
 
 
 def test_margin_sentences_of_another_method_and_name():
-    # erm: apple 3.0 -> 3.5 (+0.5), bee 3.2 -> 3.1 (-0.1); both easy, so no ratio sentence
+    # erm, one seed: apple 3.0 -> 3.5 (+0.5), bee 3.2 -> 3.1 (-0.1); both easy, so no ratio sentence
     assert margin_sentences(epochs_table(), groups_table(), method="erm", names=names_table()) == [
-        "cifar: ERM's margins γ_k from epoch 1 to epoch 4 (mean over classes and seeds): "
-        "easy classes 3.100 → 3.300.",
-        "cifar: largest final γ_k: apple (easy, 3.500), bee (easy, 3.100); smallest: bee (easy, 3.100), "
-        "apple (easy, 3.500).",
-        "cifar: over training γ_k rose most for apple (+0.500) and fell most for bee (-0.100).",
+        "cifar: ERM's margins γ_k from epoch 1 to epoch 4 (mean over classes and seeds [95 % t-interval over "
+        "seeds]): easy classes 3.100 (1 seed, no interval) → 3.300 (1 seed, no interval).",
+        "cifar: largest final γ_k (mean over seeds, their range): apple (easy, 3.500, 1 seed), bee (easy, 3.100, "
+        "1 seed); smallest: bee (easy, 3.100, 1 seed), apple (easy, 3.500, 1 seed).",
+        "cifar: over training (last minus first epoch, per seed) γ_k rose most for apple, +0.500 (1 seed, no "
+        "interval) (rise or fall: undetermined (too few seeds for an interval)), and fell most for bee, -0.100 "
+        "(1 seed, no interval) (rise or fall: undetermined (too few seeds for an interval)).",
     ]
-    # name "a": cat 5.2 -> 6.1
+    # name "a", two seeds: cat 5.0, 5.4 -> 6.0, 6.2: 5.200 ± 12.7062 · 0.2828/√2 = ± 2.541 -> 6.100 ± 1.271;
+    # change 1.0, 0.8: +0.900 ± 1.271 (contains 0)
     assert margin_sentences(epochs_table(), groups_table(), name="a", names=names_table()) == [
-        "cifar: MR²'s margins γ_k from epoch 1 to epoch 4 (mean over classes and seeds): "
-        "medium classes 5.200 → 6.100.",
-        "cifar: largest final γ_k: cat (medium, 6.100); smallest: cat (medium, 6.100).",
-        "cifar: over training γ_k rose most for cat (+0.900) and fell most for cat (+0.900).",
+        "cifar: MR²'s margins γ_k from epoch 1 to epoch 4 (mean over classes and seeds [95 % t-interval over "
+        "seeds]): medium classes 5.200 [2.659, 7.741] → 6.100 [4.829, 7.371].",
+        "cifar: largest final γ_k (mean over seeds, their range): cat (medium, 6.100, seeds 6.000 to 6.200); "
+        "smallest: cat (medium, 6.100, seeds 6.000 to 6.200).",
+        "cifar: over training (last minus first epoch, per seed) γ_k rose most for cat, +0.900 [-0.371, +2.171] "
+        "(rise or fall: not shown), and fell most for cat, +0.900 [-0.371, +2.171] (rise or fall: not shown).",
     ]
 
 
-def svhn_log(class_2_final: float) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One seed of svhn, epochs 1.0 and 2.0, classes 0, 1, 4 easy and 2, 3 hard (values exact in
-    binary); class 2's final γ_k is ``class_2_final``. Returns the epochs and groups tables."""
-    values = {1.0: [0.5, 0.125, 0.25, 0.75, 0.0], 2.0: [0.25, 0.75, class_2_final, 0.875, 0.5]}
-    epochs = pd.DataFrame([row("svhn", "mr2", "default", 0, e, "gamma", c, v)
-                           for e, vs in values.items() for c, v in enumerate(vs)])
+def svhn_log(*class_2_finals: float) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """svhn, a seed per value of ``class_2_finals``, epochs 1.0 and 2.0, classes 0, 1, 4 easy and 2, 3
+    hard (values exact in binary); class 2's final γ_k on seed s is ``class_2_finals[s]``. Returns the
+    epochs and groups tables."""
+    rows = []
+    for seed, final in enumerate(class_2_finals):
+        values = {1.0: [0.5, 0.125, 0.25, 0.75, 0.0], 2.0: [0.25, 0.75, final, 0.875, 0.5]}
+        rows += [row("svhn", "mr2", "default", seed, e, "gamma", c, v)
+                 for e, vs in values.items() for c, v in enumerate(vs)]
     groups = pd.DataFrame({"dataset": "svhn", "class": [0, 1, 2, 3, 4],
                            "group": ["easy", "easy", "hard", "hard", "easy"]})
-    return epochs, groups
+    return pd.DataFrame(rows), groups
 
 
-def test_margin_sentences_ratio_exactly_one_is_not_larger():
+def test_margin_sentences_of_one_seed_state_no_direction():
     # svhn, one seed, epochs 1 and 2 (as floats: the sentence still says "epoch 1"); classes 0, 1, 4
     # easy, 2, 3 hard (values exact in binary; three easy classes, so a median would differ)
     #   easy (0.5 + 0.125 + 0) / 3 = 0.2083 -> (0.25 + 0.75 + 0.5) / 3 = 0.5
     #   hard (0.25 + 0.75) / 2 = 0.5 -> (0.125 + 0.875) / 2 = 0.5
-    #   ratio 0.5 / 0.5 = 1 -> "not larger"; final: 3 0.875, 1 0.75, 4 0.5, 0 0.25, 2 0.125
+    #   ratio 0.5 / 0.5 = 1, no interval: no direction; final: 3 0.875, 1 0.75, 4 0.5, 0 0.25, 2 0.125
     #   changes: 0 -0.25, 1 +0.625, 2 -0.125, 3 +0.125, 4 +0.5
-    assert margin_sentences(*svhn_log(class_2_final=0.125)) == [
-        "svhn: MR²'s margins γ_k from epoch 1 to epoch 2 (mean over classes and seeds): "
-        "easy classes 0.208 → 0.500; hard classes 0.500 → 0.500.",
-        "svhn: at the end the hard classes' mean γ_k is 1.00 times the easy classes' "
-        "(not larger: the margins do not favour the hard classes).",
-        "svhn: largest final γ_k: 3 (hard, 0.875), 1 (easy, 0.750), 4 (easy, 0.500); "
-        "smallest: 2 (hard, 0.125), 0 (easy, 0.250), 4 (easy, 0.500).",
-        "svhn: over training γ_k rose most for 1 (+0.625) and fell most for 0 (-0.250).",
+    assert margin_sentences(*svhn_log(0.125)) == [
+        "svhn: MR²'s margins γ_k from epoch 1 to epoch 2 (mean over classes and seeds [95 % t-interval over seeds]): "
+        "easy classes 0.208 (1 seed, no interval) → 0.500 (1 seed, no interval); hard classes 0.500 (1 seed, no "
+        "interval) → 0.500 (1 seed, no interval).",
+        "svhn: at the end the hard classes' mean γ_k is 1.00 (1 seed, no interval) times the easy classes' (mean of "
+        "the per-seed ratios): larger or not: undetermined (too few seeds for an interval).",
+        "svhn: largest final γ_k (mean over seeds, their range): 3 (hard, 0.875, 1 seed), 1 (easy, 0.750, 1 seed), "
+        "4 (easy, 0.500, 1 seed); smallest: 2 (hard, 0.125, 1 seed), 0 (easy, 0.250, 1 seed), 4 (easy, 0.500, "
+        "1 seed).",
+        "svhn: over training (last minus first epoch, per seed) γ_k rose most for 1, +0.625 (1 seed, no interval) "
+        "(rise or fall: undetermined (too few seeds for an interval)), and fell most for 0, -0.250 (1 seed, no "
+        "interval) (rise or fall: undetermined (too few seeds for an interval)).",
     ]
 
 
-def test_margin_sentences_ratio_between_one_and_two_is_larger():
-    # the svhn log above with class 2 ending at 0.625: hard (0.625 + 0.875) / 2 = 0.75, easy 0.5 -> 1.50
-    assert margin_sentences(*svhn_log(class_2_final=0.625))[1] == (
-        "svhn: at the end the hard classes' mean γ_k is 1.50 times the easy classes' "
-        "(larger, as Corollary 1 intends for harder classes).")
+def test_a_ratio_whose_interval_contains_one_is_not_shown_either_way():
+    # two seeds: class 2 ends at 0.125 (ratio 0.5/0.5 = 1) and at 0.625 (hard (0.625 + 0.875)/2 = 0.75,
+    # easy 0.5: 1.5): mean 1.25, sd 0.3536, half-width 12.7062 · 0.3536/√2 = 3.177 -> [-1.93, 4.43]
+    assert margin_sentences(*svhn_log(0.125, 0.625))[1] == (
+        "svhn: at the end the hard classes' mean γ_k is 1.25 [-1.93, 4.43] times the easy classes' (mean of the "
+        "per-seed ratios): larger or not: not shown.")
+
+
+def test_a_ratio_above_one_on_every_seed_is_larger():
+    # three seeds, class 2 ending at 0.625, 0.75, 0.875: hard 0.75, 0.8125, 0.875 over easy 0.5: ratios
+    # 1.5, 1.625, 1.75: mean 1.625, sd 0.125, half-width 4.3027 · 0.125/√3 = 0.311 -> [1.31, 1.94]
+    assert margin_sentences(*svhn_log(0.625, 0.75, 0.875))[1] == (
+        "svhn: at the end the hard classes' mean γ_k is 1.62 [1.31, 1.94] times the easy classes' (mean of the "
+        "per-seed ratios): larger, as Corollary 1 intends for harder classes.")
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -472,9 +472,9 @@ def test_the_words_a_finding_earns():
     assert S.one_of_many(2, 10) is None and S.one_of_many(0, 10) is None and S.one_of_many(40, 100) is None
 
 
-def test_the_html_page_scrolls_wide_tables_and_shows_figures_at_one_scale(tmp_path):
-    """Tables and figures sit in horizontally scrolling boxes; each figure's width on the page is its
-    width in inches (pixels / the figures' dpi) at 96 CSS pixels per inch, whatever its size."""
+def test_the_html_page_shows_figures_at_one_scale(tmp_path):
+    """Each figure's width on the page is its width in inches (pixels / the figures' dpi) at 96 CSS
+    pixels per inch, whatever its size (the style shrinks one wider than the page: tests/test_report_page.py)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -487,11 +487,51 @@ def test_the_html_page_scrolls_wide_tables_and_shows_figures_at_one_scale(tmp_pa
         fig = plt.figure(figsize=(inches, 2.0))
         fig.savefig(tmp_path / f"{name}.png", dpi=FIGURE_DPI)
         plt.close(fig)
-    page = report_html("| a | b |\n|---|---|\n| +1.0 [−0.5, +2.5] | 3 |\n\n![n](narrow.png)\n\n![w](wide.png)\n",
-                       tmp_path)
-    assert '<div class="scroll"><table>' in page and "white-space:nowrap" in page
-    widths = [int(w) for w in re.findall(r'<div class="scroll"><img [^>]*width="(\d+)"', page)]
+    page = report_html("![n](narrow.png)\n\n![w](wide.png)\n", tmp_path)
+    widths = [int(w) for w in re.findall(r'<img [^>]*width="(\d+)"', page)]
     assert widths == [round(3.0 * 96), round(12.0 * 96)]
+
+
+def cells(page: str) -> list[list[str]]:
+    """The text of each row's cells of the first table of an HTML page: a line break as " / ", other
+    tags dropped."""
+    table = page[page.index("<table"):page.index("</table>")]
+    text = lambda cell: re.sub(r"<[^>]+>", "", cell.replace("<br>", " / "))  # noqa: E731
+    return [[text(c) for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)]
+            for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)]
+
+
+def test_the_html_page_puts_each_difference_under_its_mean(tmp_path):
+    """A column "Δ X" that follows the column "X" is shown under it, in the same cell (half as many
+    number columns); a "Δ" column after another column stays a column; intervals do not break."""
+    from mr2.results.html import report_html
+
+    text = ("| Method | All | Δ All | Hard | Δ Hard | Δ Easy |\n|---|---:|---:|---:|---:|---:|\n"
+            "| erm | 46.1 ± 3.0 | reference | 19.5 ± 9.9 | reference | x |\n"
+            "| mr2 | 47.8 ± 5.9 | +1.7 [-24.3, +27.8] | 27.5 ± 7.4 | +8.0 [95 % CI -14.2, +30.2; MDE 1.0] | y |\n")
+    nbsp = "\u00a0"
+    assert cells(report_html(text, tmp_path)) == [
+        ["Method", "All / Δ All", "Hard / Δ Hard", "Δ Easy"],
+        ["erm", "46.1 ± 3.0 / Δ reference", "19.5 ± 9.9 / Δ reference", "x"],
+        ["mr2", f"47.8 ± 5.9 / Δ +1.7 [-24.3,{nbsp}+27.8]", "27.5 ± 7.4 / Δ +8.0 "
+         f"[95{nbsp}%{nbsp}CI{nbsp}-14.2,{nbsp}+30.2;{nbsp}MDE{nbsp}1.0]", "y"]]
+
+
+def test_the_html_page_puts_a_verdicts_detail_under_its_word(tmp_path):
+    """A cell that opens with a bold word shows the rest on a line of its own under it; a bold word
+    alone, or one after other text, stays as it is; a table that is not well-formed stays as Markdown
+    rendered it."""
+    from mr2.results.html import fit_table, report_html
+
+    text = ("| Setting | Hard | Ablations | Baselines | Other |\n|---|---|---|---|---|\n"
+            "| fm | **higher** +0.3 [-0.1, +0.7] | **lower** `a` -4.0 [-19.9, +11.9]; `b` -1 | **not run** "
+            "| see **this** |\n")
+    page = report_html(text, tmp_path)
+    assert cells(page)[1] == ["fm", "higher / +0.3 [-0.1,\u00a0+0.7]", "lower / a -4.0 [-19.9,\u00a0+11.9]; b -1",
+                              "not run", "see this"]
+    assert "<td><strong>higher</strong><br><small>+0.3" in page
+    broken = "<table><tr><td>a<br>b</td></tr></table>"  # <br> unclosed: not XML
+    assert fit_table(broken) == broken
 
 
 def test_markdown_cells_at_another_precision_and_reference(tmp_path):

@@ -332,29 +332,37 @@ def test_numbers_are_written_with_three_significant_digits_or_an_exponent():
 def test_tightness_sentences_state_the_tables_numbers(gen):
     table, runs, _ = chosen_table(gen)
     lines = pipeline.tightness_sentences(table, "mr2", runs)
+    # intervals: mean ± 12.7062 · sd/√2 over two seeds. ERM: tightness 2, 20 -> 11 ± 114.4; bound 0.5, 2.0
+    # -> 1.25 ± 9.53 (contains 1: not shown). MR²: tightness 3, 4 -> 3.5 ± 6.35; bound 1.5, 0.8 -> 1.15 ± 4.45
+    assert lines[0] == ("Proposition 1 on the trained models, bound ÷ test error (mean over seeds [95 % t-interval]): "
+                        "toy: ERM 11 [-103, 125], vacuous or not: not shown (bound 1.25 [-8.28, 10.8]; above 1 on 1 of "
+                        "2 runs); MR² 3.5 [-2.85, 9.85], vacuous or not: not shown (bound 1.15 [-3.3, 5.6]; above 1 on "
+                        "1 of 2 runs).")
     # holds on 5 of 6; bound > 1 on 2.0, 1.5, 4.0; tightness 2, 20, 3, 4, 0.857, 40: median 3.5
-    assert lines[0] == ("Proposition 1 holds on 5 of 6 trained models and is vacuous (above 1, more than any error "
-                        "rate) on 3 of 6: the bound is 3.5 times the test error (median over runs; 0.857 to 40).")
+    assert lines[1] == ("Over all 6 trained models, Proposition 1 holds on 5 and is vacuous (above 1, more than any "
+                        "error rate) on 3 of 6: the bound is 3.5 times the test error (median over runs; 0.857 to 40).")
     # complexity shares 0.9 0.7 0.6 0.2 0.8 0.95: median 0.75
-    assert lines[1] == ("The complexity term makes up 75 % of the bound (median over runs): the looseness is the "
-                        "complexity term's.")
-    # c̄ = 1: bound (1.5 + 0.8)/2, test error (0.5 + 0.2)/2; c̄ = 2: (0.3 + 4.0)/2, (0.35 + 0.1)/2
-    assert lines[2] == ("toy: across mr2's c̄ sweep (1, 2) the bound goes from 1.15 at c̄ = 1 to 2.15 at c̄ = 2, the "
-                        "test error from 0.35 to 0.225 (means over seeds).")
-    assert lines[3].startswith("At an equal mean margin, Corollary 1's γ gives a complexity term 0.800 to 1.000 "
+    assert lines[2] == ("The complexity term makes up 75 % of the bound (median over runs; 20 to 95 %): the looseness "
+                        "is the complexity term's.")
+    # c̄ = 1: bound 1.5, 0.8 -> 1.15 ± 4.45, test error 0.5, 0.2 -> 0.35 ± 1.91; c̄ = 2: bound 0.3, 4.0 ->
+    # 2.15 ± 23.5, test error 0.35, 0.1 -> 0.225 ± 1.59
+    assert lines[3] == ("toy: across mr2's c̄ sweep (1, 2) the bound is 1.15 [-3.3, 5.6] at c̄ = 1, 2.15 [-21.4, 25.7] "
+                        "at c̄ = 2, the test error 0.35 [-1.56, 2.26] at c̄ = 1, 0.225 [-1.36, 1.81] at c̄ = 2 (means "
+                        "over seeds [95 % t-interval]).")
+    assert lines[4].startswith("At an equal mean margin, Corollary 1's γ gives a complexity term 0.800 to 1.000 "
                                "times uniform γ's")
-    assert len(lines) == 4
+    assert len(lines) == 5
     # ERM has one c̄ (1): the sentence says there is no sweep; a method without runs adds no dataset line
     erm = pipeline.tightness_sentences(table, "erm", runs)
-    assert erm[2].startswith("toy: the results hold no c̄ sweep of erm (one c̄, 1); the c̄ view is the analytical "
+    assert erm[3].startswith("toy: the results hold no c̄ sweep of erm (one c̄, 1); the c̄ view is the analytical "
                              "curve of one trained model")
-    assert len(pipeline.tightness_sentences(table, "lff", runs)) == 3
+    assert len(pipeline.tightness_sentences(table, "lff", runs)) == 4
 
 
 def test_tightness_sentences_per_dataset(gen):
     """Two datasets, a line each in name order: "alpha" with one c̄, "toy" with a three-point c̄ sweep
     (and an MR² λ variant at c̄ = 1 the runs table keeps out); a bound of exactly 1 is not vacuous;
-    MR² by default."""
+    MR² by default; a c̄ with one run has no interval."""
     table, runs, per_class = chosen_table(gen)
     extra_runs, extra_classes = fake_runs(gen, [("mr2", "c_bar=4.0", 4.0, "c_bar"), ("mr2", "lam=0.3", 1.0, "lam")],
                                           seeds=(0,))
@@ -365,11 +373,44 @@ def test_tightness_sentences_per_dataset(gen):
     both.loc[0, "bound"] = 1.0  # exactly 1: not above it
     runs = pd.concat([runs, runs.iloc[2:4].assign(dataset="alpha")], ignore_index=True)
     lines = pipeline.tightness_sentences(both, runs=runs)
-    assert "is vacuous (above 1, more than any error rate) on 6 of 10" in lines[0]  # 2.0 1.5 4.0 7.0 100.0, alpha's 1.5
-    assert lines[2].startswith("alpha: the results hold no c̄ sweep of mr2 (one c̄, 1)")
-    assert lines[3].startswith("toy: across mr2's c̄ sweep (1, 2, 4) the bound goes from 1.15 at c̄ = 1 to 7 at c̄ = 4, "
-                               "the test error from 0.35 to 0.3")
-    assert len(lines) == 5 and lines[4].startswith("At an equal mean margin")
+    # default variants only: toy's ERM and MR², then alpha's MR²; ERM's bounds 1.0 and 2.0, one above 1
+    assert lines[0].startswith("Proposition 1 on the trained models, bound ÷ test error (mean over seeds [95 % "
+                               "t-interval]): toy: ERM ") and "; above 1 on 1 of 2 runs); MR² 3.5 [" in lines[0]
+    assert lines[0].endswith(". alpha: MR² 3.5 [-2.85, 9.85], vacuous or not: not shown (bound 1.15 [-3.3, 5.6]; "
+                             "above 1 on 1 of 2 runs).")
+    assert "is vacuous (above 1, more than any error rate) on 6 of 10" in lines[1]  # 2.0 1.5 4.0 7.0 100.0, alpha's 1.5
+    assert lines[3].startswith("alpha: the results hold no c̄ sweep of mr2 (one c̄, 1)")
+    assert lines[4].startswith("toy: across mr2's c̄ sweep (1, 2, 4) the bound is 1.15 [-3.3, 5.6] at c̄ = 1, "
+                               "7 (1 run, no interval) at c̄ = 4, the test error 0.35 [-1.56, 2.26] at c̄ = 1, "
+                               "0.3 (1 run, no interval) at c̄ = 4")
+    assert len(lines) == 6 and lines[5].startswith("At an equal mean margin")
+
+
+@pytest.mark.parametrize("bounds, word", [
+    ([30.0, 40.0, 35.0], "vacuous"),  # 35 ± 12.4: above 1
+    ([0.2, 0.3, 0.25], "not vacuous"),  # 0.25 ± 0.124: below 1
+    ([0.5, 2.0], "vacuous or not: not shown"),  # 1.25 ± 9.53: contains 1
+    ([1.5, 1.5], "vacuous or not: undetermined (no spread between seeds)"),
+    ([3.0], "vacuous or not: undetermined (too few seeds for an interval)"),
+])
+def test_a_bound_is_called_vacuous_only_when_its_interval_lies_above_one(bounds, word):
+    assert pipeline.vacuous_word(pd.Series(bounds)) == word
+
+
+def test_the_tightness_line_of_real_sized_bounds(gen):
+    """Bounds far above 1 on three seeds: vacuous; a method with only a swept variant is left out;
+    no default variant at all says so."""
+    table, _, _ = chosen_table(gen)
+    erm = table[table["method"] == "erm"]
+    three = pd.concat([erm, erm.iloc[:1].assign(seed=2)], ignore_index=True).assign(
+        bound=[30.0, 40.0, 35.0], test_error=[0.3, 0.4, 0.35], tightness=[100.0, 100.0, 100.0])
+    swept = table[table["variant"] != "default"]
+    # tightness 100 on every seed: no spread, shown as its degenerate interval; bound 35 ± 4.3027 · 5/√3
+    assert pipeline.tightness_line(pd.concat([three, swept])) == (
+        "Proposition 1 on the trained models, bound ÷ test error (mean over seeds [95 % t-interval]): toy: ERM 100 "
+        "[100, 100], vacuous (bound 35 [22.6, 47.4]; above 1 on 3 of 3 runs).")
+    assert pipeline.tightness_line(swept) == ("Proposition 1: no default-variant run in the bound table, so no "
+                                              "tightness to state.")
 
 
 @pytest.mark.parametrize("share, ending", [(0.3, "the empirical term dominates."),
@@ -377,8 +418,9 @@ def test_tightness_sentences_per_dataset(gen):
                                            (0.51, "the looseness is the complexity term's.")])
 def test_the_looser_term_is_named_by_its_median_share(gen, share, ending):
     table, runs, _ = chosen_table(gen, share=[share] * 6)
-    line = pipeline.tightness_sentences(table, "mr2", runs)[1]
-    assert line == f"The complexity term makes up {100 * share:g} % of the bound (median over runs): {ending}"
+    line = pipeline.tightness_sentences(table, "mr2", runs)[2]
+    pct = f"{100 * share:g}"
+    assert line == f"The complexity term makes up {pct} % of the bound (median over runs; {pct} to {pct} %): {ending}"
 
 
 @pytest.mark.parametrize("norm, norm_text", [("max_row", "Λ = max_k ‖[w_k b_k]‖₂"), ("frobenius", "Λ = ‖[W b]‖_F")])

@@ -30,10 +30,11 @@ import pandas as pd
 
 from mr2.common.io import save_text
 from mr2.common.runs import DEFAULT_VARIANT, RUN_KEYS, run_label
-from mr2.results.figures import sweep_members
+from mr2.results.figures.sweeps import sweep_members
 from mr2.results.groups import class_names
 from mr2.results.html import escape_text
-from mr2.results.plotting import class_axis, class_axis_width, method_colour, symbol, value_ticks
+from mr2.results.plotting import class_axis, class_axis_width, display_name, method_colour, symbol, value_ticks
+from mr2.results.statistics import t_interval, verdict
 
 from .bound import NORMS, augmented_variability, bound_from_summary, complexity_term, trained_margins
 
@@ -217,34 +218,87 @@ def margin_sum_shares(table: pd.DataFrame, per_class: pd.DataFrame) -> pd.DataFr
     return out[["dataset", "method", "variant", "class", "class_name", "a", "gamma", "share"]].reset_index(drop=True)
 
 
+#: what ``mr2.results.statistics.verdict`` of a method's mean bound minus 1 says (any other word:
+#: "vacuous or not: <word>")
+VACUOUS_WORDS = {"higher": "vacuous", "lower": "not vacuous"}
+
+
+def _interval(values) -> str:
+    """``3.5 [2.1, 4.9]``: the mean of ``values`` and its 95 % ``t_interval`` (``_number``-ed), or
+    ``3.5 (1 run, no interval)``."""
+    iv = t_interval(values)
+    if math.isnan(iv["lo"]):
+        return f"{_number(iv['mean'])} ({iv['n']} run{'s' if iv['n'] != 1 else ''}, no interval)"
+    return f"{_number(iv['mean'])} [{_number(iv['lo'])}, {_number(iv['hi'])}]"
+
+
+def vacuous_word(bounds) -> str:
+    """Whether a method's bound is vacuous (above 1, more than any error rate) from its runs' bounds:
+    "vacuous" when the 95 % ``t_interval`` of their mean lies above 1, "not vacuous" below 1, "vacuous
+    or not: not shown" when it contains 1 (``verdict`` against 1; "vacuous or not: undetermined (...)"
+    without an interval)."""
+    iv = t_interval(bounds)
+    word = verdict(iv["mean"] - 1.0, iv["lo"] - 1.0, iv["hi"] - 1.0)
+    if word in VACUOUS_WORDS:
+        return VACUOUS_WORDS[word]
+    return "vacuous or not: " + ("not shown" if word == "no clear difference" else word)
+
+
+def tightness_line(table: pd.DataFrame) -> str:
+    """One line that answers "how tight is Proposition 1 on the trained models?" (the README's theory
+    line and the first sentence of ``tightness_sentences``): per dataset and method (default
+    variants, in the table's order), bound ÷ test error, mean over seeds with its 95 % t-interval,
+    and whether the bound is vacuous (``vacuous_word``, with how many runs lie above 1)."""
+    default = table[table["variant"] == DEFAULT_VARIANT]
+    if default.empty:
+        return "Proposition 1: no default-variant run in the bound table, so no tightness to state."
+    datasets = []
+    for dataset, part in default.groupby("dataset", sort=False):
+        methods = []
+        for method, runs in part.groupby("method", sort=False):
+            above = int((runs["bound"] > 1).sum())
+            methods.append(f"{display_name(method)} {_interval(runs['tightness'])}, {vacuous_word(runs['bound'])} "
+                           f"(bound {_interval(runs['bound'])}; above 1 on {above} of {len(runs)} runs)")
+        datasets.append(f"{dataset}: " + "; ".join(methods))
+    return ("Proposition 1 on the trained models, bound ÷ test error (mean over seeds [95 % t-interval]): "
+            + ". ".join(datasets) + ".")
+
+
 def tightness_sentences(table: pd.DataFrame, method: str = "mr2", runs: pd.DataFrame | None = None) -> list[str]:
     """The notebook's answer to "how tight is Proposition 1 on trained models?", computed from the
-    bound table: on how many runs it holds and is vacuous (above 1), the tightness bound / test error
-    (median, range over runs), the complexity term's share of the bound, the bound across ``method``'s
-    c̄ sweep (``terms_by_c_bar``; says so when the results hold none) and Corollary 1's complexity ratio."""
+    bound table: ``tightness_line`` (per method, with intervals), then on how many runs it holds and
+    is vacuous (above 1), the tightness bound / test error (median, range over runs), the complexity
+    term's share of the bound (median, range), the bound across ``method``'s c̄ sweep
+    (``terms_by_c_bar``, each c̄ with its interval over seeds; says so when the results hold none) and
+    Corollary 1's complexity ratio (range over runs)."""
     n, holds, vacuous = len(table), int(table["holds"].sum()), int((table["bound"] > 1).sum())
     tight = table["tightness"]
-    share = 100 * float((table["complexity_term"] / table["bound"]).median())
-    lines = [f"Proposition 1 holds on {holds} of {n} trained models and is vacuous (above 1, more than any error "
-             f"rate) on {vacuous} of {n}: the bound is {_number(float(tight.median()))} times the test error "
+    shares = 100 * table["complexity_term"] / table["bound"]
+    share = float(shares.median())
+    lines = [tightness_line(table),
+             f"Over all {n} trained models, Proposition 1 holds on {holds} and is vacuous (above 1, more than any "
+             f"error rate) on {vacuous} of {n}: the bound is {_number(float(tight.median()))} times the test error "
              f"(median over runs; {_number(float(tight.min()))} to {_number(float(tight.max()))}).",
-             f"The complexity term makes up {_number(share)} % of the bound (median over runs): "
+             f"The complexity term makes up {_number(share)} % of the bound (median over runs; "
+             f"{_number(float(shares.min()))} to {_number(float(shares.max()))} %): "
              + ("the looseness is the complexity term's." if share > 50 else "the empirical term dominates.")]
-    view = c_bar_view(table, method, runs) if (table["method"] == method).any() else pd.DataFrame()
-    for dataset, part in (view.groupby("dataset", sort=False) if len(view) else []):
-        if len(part) < 2:
-            lines.append(f"{dataset}: the results hold no c̄ sweep of {method} (one c̄, {part['c_bar'].iloc[0]:g}); "
+    long = terms_by_c_bar(table, method, runs) if (table["method"] == method).any() else pd.DataFrame()
+    for dataset, part in (long.groupby("dataset", sort=False) if len(long) else []):
+        c_bars = sorted(part["c_bar"].unique())
+        if len(c_bars) < 2:
+            lines.append(f"{dataset}: the results hold no c̄ sweep of {method} (one c̄, {c_bars[0]:g}); "
                          "the c̄ view is the analytical curve of one trained model (config/sweeps.yaml runs a sweep).")
             continue
-        lo, hi = part.iloc[0], part.iloc[-1]
-        lines.append(f"{dataset}: across {method}'s c̄ sweep ({', '.join(f'{c:g}' for c in part['c_bar'])}) the bound "
-                     f"goes from {_number(lo['bound'])} at c̄ = {lo['c_bar']:g} to {_number(hi['bound'])} at c̄ = "
-                     f"{hi['c_bar']:g}, the test error from {_number(lo['test_error'])} to {_number(hi['test_error'])} "
-                     "(means over seeds).")
+        at = lambda c, term: _interval(part[(part["c_bar"] == c) & (part["term"] == term)]["value"])  # noqa: E731
+        lines.append(f"{dataset}: across {method}'s c̄ sweep ({', '.join(f'{c:g}' for c in c_bars)}) the bound is "
+                     + ", ".join(f"{at(c, 'bound')} at c̄ = {c:g}" for c in (c_bars[0], c_bars[-1]))
+                     + ", the test error " + ", ".join(f"{at(c, 'test_error')} at c̄ = {c:g}"
+                                                       for c in (c_bars[0], c_bars[-1]))
+                     + " (means over seeds [95 % t-interval]).")
     ratio = table["complexity_ratio"]
     lines.append(f"At an equal mean margin, Corollary 1's γ gives a complexity term {ratio.min():.3f} to "
-                 f"{ratio.max():.3f} times uniform γ's on the trained models' a_k (at most 1 by the power-mean "
-                 "inequality: a check of the computation, not of the paper's claim).")
+                 f"{ratio.max():.3f} times uniform γ's on the trained models' a_k (range over runs; at most 1 by the "
+                 "power-mean inequality: a check of the computation, not of the paper's claim).")
     return lines
 
 

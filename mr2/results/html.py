@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import html as html_lib
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import markdown
@@ -54,14 +55,22 @@ def code_block(text: str, language: str = "") -> str:
 
 
 IMG_SRC = re.compile(r'(<img\b[^>]*?\bsrc=")([^"]+)(")')
-STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:auto;line-height:1.45}"
-         "table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px;"
-         "white-space:nowrap}div.scroll{overflow-x:auto;margin:0.5em 0}"
-         "img{max-width:none}code,pre{background:#f6f6f6}pre{overflow-x:auto}")
-#: CSS pixels per inch: every figure is shown at its size in inches (``save_figure``'s dpi), one scale for all
+#: the page fits a 1,280 px screen: text at most ``MAX_WIDTH`` wide, tables wrap their cells within it
+#: (an interval stays on one line), figures shrink to it; only a narrower window scrolls a table
+MAX_WIDTH = 1100
+STYLE = (f"body{{font-family:sans-serif;max-width:{MAX_WIDTH}px;margin:auto;padding:0 8px;line-height:1.45}}"
+         "table{border-collapse:collapse;font-size:85%;max-width:100%}"
+         "td,th{border:1px solid #ccc;padding:2px 5px;vertical-align:top;overflow-wrap:break-word}"
+         "td small,th small{color:#555}div.scroll{overflow-x:auto;margin:0.5em 0}"
+         "img{max-width:100%;height:auto}code,pre{background:#f6f6f6}pre{overflow-x:auto}")
+#: CSS pixels per inch: every figure is shown at its size in inches (``save_figure``'s dpi), one scale
+#: for all, down to the text's width (``MAX_WIDTH``)
 CSS_PX_PER_INCH = 96
 TABLE = re.compile(r"<table>.*?</table>", re.S)
-FIGURE_PARAGRAPH = re.compile(r"<p>(<img\b[^>]*>)</p>")
+#: a bracketed interval in a cell, ``[−0.5, +2.5]`` or ``[95 % CI −0.4, +1.1; MDE 1.0]``: kept on one line
+INTERVAL = re.compile(r"\[[^\[\]\n]{1,40}\]")
+#: the header of a difference column, shown under the column it follows when it is "Δ <that column>"
+DELTA = "Δ "
 
 
 def png_width(data: bytes) -> int | None:
@@ -71,11 +80,71 @@ def png_width(data: bytes) -> int | None:
     return int.from_bytes(data[16:20], "big")
 
 
-def scrolling(html: str) -> str:
-    """Every table and every figure in a horizontally scrolling box: wide tables scroll instead of
-    wrapping their numbers over lines, wide figures instead of shrinking to another scale."""
-    html = TABLE.sub(lambda m: f'<div class="scroll">{m.group(0)}</div>', html)
-    return FIGURE_PARAGRAPH.sub(lambda m: f'<div class="scroll">{m.group(1)}</div>', html)
+def _text(cell: ET.Element) -> str:
+    return "".join(cell.itertext()).strip()
+
+
+def _keep_intervals(cell: ET.Element) -> None:
+    """Every bracketed interval in ``cell``'s text with no-break spaces: it wraps as one word."""
+    keep = lambda text: INTERVAL.sub(lambda m: m.group().replace(" ", "\u00a0"), text) if text else text  # noqa: E731
+    for node in cell.iter():
+        node.text, node.tail = keep(node.text), (keep(node.tail) if node is not cell else node.tail)
+
+
+def _below(cell: ET.Element, other: ET.Element, prefix: str = "") -> None:
+    """Move ``other``'s content into ``cell``, on a line of its own in small type."""
+    small = ET.Element("small")
+    small.text = prefix + (other.text or "")
+    small.extend(list(other))
+    cell.append(ET.Element("br"))
+    cell.append(small)
+
+
+def _word_then_detail(cell: ET.Element) -> None:
+    """A cell that opens with a word in bold and goes on (``**higher** +0.3 [−0.1, +0.7]``, a verdict's
+    word and the Δ behind it): the rest on a line of its own under the word, in small type."""
+    children = list(cell)
+    if (cell.text or "").strip() or not children or children[0].tag != "strong" or not (
+            (children[0].tail or "").strip() or len(children) > 1):
+        return
+    rest = ET.Element("td")
+    rest.text = (children[0].tail or "").lstrip()
+    children[0].tail = None
+    for child in children[1:]:
+        cell.remove(child)
+        rest.append(child)
+    _below(cell, rest)
+
+
+def fit_table(table: str) -> str:
+    """A rendered table made narrow enough for the page: each column headed "Δ X" that follows the
+    column "X" (a mean and its difference to the reference) shown under it in the same cell, so the
+    table has half as many number columns; a cell that opens with a bold word shows the rest under
+    it; bracketed intervals never break. A table that does not parse is returned as it is."""
+    try:
+        root = ET.fromstring(table)
+    except ET.ParseError:
+        return table
+    rows = root.findall(".//tr")
+    header = [_text(c) for c in rows[0]] if rows else []
+    pairs = [i for i in range(1, len(header)) if header[i] == DELTA + header[i - 1]]
+    for row in rows:
+        cells = list(row)
+        for i in reversed(pairs):
+            if i < len(cells):
+                _below(cells[i - 1], cells[i], "" if cells[i].tag == "th" else DELTA)
+                row.remove(cells[i])
+        for cell in row:
+            if cell.tag == "td":
+                _word_then_detail(cell)
+                _keep_intervals(cell)
+    return ET.tostring(root, encoding="unicode", method="html")
+
+
+def fitting(html: str) -> str:
+    """Every table ``fit_table``-ed, in a box that scrolls only in a window narrower than the table
+    can wrap to (figures shrink to the page's width by the style)."""
+    return TABLE.sub(lambda m: f'<div class="scroll">{fit_table(m.group(0))}</div>', html)
 
 
 def embed_images(html: str, base: Path) -> str:
@@ -130,7 +199,7 @@ def render_markdown(text: str) -> str:
 
 def report_html(text: str, base: Path, title: str = "MR² replication report") -> str:
     """The Markdown report ``text`` (figure links relative to ``base``) as a standalone HTML page."""
-    body = scrolling(embed_images(render_markdown(text), base))
+    body = fitting(embed_images(render_markdown(text), base))
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>"
             f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n")
 

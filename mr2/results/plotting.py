@@ -221,7 +221,6 @@ def panels(n: int, ncols: int | None = None, nrows: int = 1, width: float = PANE
     return fig, axes
 
 
-_panels = panels  # the name mr2.results.tuning imports
 
 
 def one_legend(axes: Iterable[plt.Axes], title: str) -> None:
