@@ -49,11 +49,11 @@ def trial_table(per_class: pd.DataFrame, runs: pd.DataFrame, reference: str = "e
     searched options and their values), n_seeds and each of ``SCORES`` in percent, mean over the
     trial's seeds. Easy/medium/hard: thirds of the classes ranked by the reference's (default
     variant's) validation accuracy, mean over its seeds (``difficulty_table``). Runs that are no
-    trial (the reference's) give no row. A trial without the searched-options tag is an error naming it."""
+    trial, and any run of the reference (never tuned), give no row. A trial without the searched-options tag is an error naming it."""
     groups = difficulty_table(per_class, reference, reference_variant)
     scores = per_run_metrics(per_class, runs, groups)
     keys = ["dataset", "method", "variant"]
-    scores = scores[scores["variant"].map(trial_index).notna()]
+    scores = scores[scores["variant"].map(trial_index).notna() & scores["method"].ne(reference)]
     if scores.empty:
         return pd.DataFrame(columns=[*keys, "trial", "options", "n_seeds", *SCORES])
     info = runs.drop_duplicates(keys).set_index(keys)
