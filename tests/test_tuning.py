@@ -243,3 +243,42 @@ def test_val_cap_needs_train_cap_and_no_val_fraction():
         resolve_config({"name": "digits", "train_cap": 50, "val_cap": 20})  # val_fraction 0.1 by default
     with pytest.raises(ValueError, match="val_cap"):
         resolve_config({"name": "digits", "val_fraction": 0.0, "val_cap": 20})
+
+
+# ----------------------------------------------------------------------------- the chain, end to end
+@pytest.mark.slow
+def test_the_tuned_config_runs_tune_then_final_runs_then_convergence_then_the_report(tmp_path):
+    """config/smoke-tuned.yaml: the trials are scored on validation only and never tabled; the final runs
+    train with the options the tune step chose; every method has its convergence check; the settings
+    say what was tuned; a second run does nothing."""
+    from conftest import MUTATION, run_snakemake, workdir_with_configs
+
+    if MUTATION:
+        pytest.skip("end-to-end run: not under mutation testing")
+    work = workdir_with_configs(tmp_path / "w")
+    run_snakemake(work, "--configfile", "config/smoke-tuned.yaml")
+    results = work / "results"
+    chosen = yaml.safe_load((results / "tune" / "fashion_mnist" / "chosen.yaml").read_text())
+    trials = pd.read_csv(results / "tune" / "fashion_mnist" / "tuning.csv")
+    assert set(trials["method"]) == {"mr2", "focal"} and len(trials) == 4 and trials["chosen"].sum() == 2
+    for method, options in chosen["methods"].items():  # the chosen trial is one of the drawn ones
+        assert json.dumps(options, sort_keys=True) in set(trials.loc[trials["method"] == method, "options"])
+    for trial in results.glob("runs/fashion_mnist/*/trial*/*/seed7"):
+        assert (trial / "eval_val" / "per_class.csv").is_file() and not (trial / "eval").exists()
+    runs = pd.read_csv(results / "tables" / "runs.csv")
+    assert not runs["variant"].str.startswith("trial").any() and set(runs["seed"]) == {0, 1}
+    final = runs[runs["dataset"] == "fashion_mnist"].set_index("method")
+    assert final.loc["mr2", "config.method.options.c_bar"].tolist() == [chosen["methods"]["mr2"]["c_bar"]] * 2
+    assert final.loc["mr2_no_rep", "config.method.options.c_bar"].tolist() == [chosen["methods"]["mr2"]["c_bar"]] * 2
+    assert final.loc["focal", "config.method.options.gamma"].tolist() == [chosen["methods"]["focal"]["gamma"]] * 2
+    check = runs[runs["dataset"] == "fashion_mnist.x2"]
+    assert set(check["method"]) == {"erm", "mr2", "mr2_no_rep", "focal"} and set(check["config.train.epochs"]) == {4}
+    convergence = pd.read_csv(results / "tables" / "convergence.csv")
+    assert set(convergence["method"]) == {"erm", "mr2", "mr2_no_rep", "focal"} and set(convergence["n_paired"]) == {1}
+    settings = pd.read_csv(results / "tables" / "settings.csv", keep_default_na=False).set_index("dataset")
+    assert settings.loc["fashion_mnist", "tuned"] == "mr2, mr2_no_rep, focal"
+    assert settings.loc["fashion_mnist.x2", "check_of"] == "fashion_mnist"
+    report = (results / "report.md").read_text()
+    assert "2 paired seeds (a verdict needs 10)" in report
+    again = run_snakemake(work, "--configfile", "config/smoke-tuned.yaml", "-n")
+    assert "Nothing to be done" in again.stdout + again.stderr or "all" in again.stdout
