@@ -153,7 +153,8 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("readme", help="keep a run's results table in docs/results/<name>/ and show it in the README")
     p.add_argument("--tables", required=True, help="the tables folder of the run (with results.csv and results.md)")
     p.add_argument("--name", required=True, help="the README block to fill: <!-- results:<name> -->")
-    p.add_argument("--readme", default="README.md", help="the README to update (default: README.md)")
+    p.add_argument("--readme", default="docs/results.md", help="the page whose block to fill (default: docs/results.md; "
+                                                               "README.md's verdict blocks are refreshed too)")
     p.add_argument("--config", default=None, help="the config file the run was made with, recorded in the snapshot "
                                                   "(default: the block's name)")
     p.add_argument("--section", action="append", default=[], metavar="HEADING",
@@ -165,7 +166,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--report", default=None, help="the run's report (default: <tables>/../report.md)")
     p = sub.add_parser("verdicts", help="the README's verdict table across settings, from the snapshots")
     p.add_argument("--snapshots", default="docs/results", help="the snapshots folder (default: docs/results)")
-    p.add_argument("--readme", default="README.md", help="the README whose <!-- verdicts --> block to fill")
+    p.add_argument("--readme", nargs="+", default=["README.md", "docs/results.md"],
+                   help="the pages whose verdict blocks to fill (default: README.md docs/results.md)")
     return ap
 
 
@@ -358,10 +360,12 @@ def results_step(args) -> None:
 
         if not Path(args.snapshots).is_dir():
             raise FileNotFoundError(f"snapshots folder {args.snapshots} not found")
-        if not update_verdicts(args.readme, args.snapshots):
+        missing = [page for page in args.readme if not update_verdicts(page, args.snapshots)]
+        if missing:
             print(verdict_markdown(snapshot_verdicts(args.snapshots)))
-            raise ValueError(f"{args.readme} has no block <!-- verdicts --> ... <!-- /verdicts --> to fill")
-        print(f"[verdicts] {args.readme}: verdict table from {args.snapshots}")
+            raise ValueError(f"{', '.join(missing)}: no verdict block (<!-- verdicts -->, <!-- verdicts:short --> or "
+                             "<!-- headline -->, each marker on a line of its own) to fill")
+        print(f"[verdicts] {', '.join(args.readme)}: verdict tables from {args.snapshots}")
     elif args.step == "analysis":
         from .results.premise_figures import write_analysis
 

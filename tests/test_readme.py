@@ -1,5 +1,7 @@
-"""The README's result tables are generated: each block equals a results table the pipeline wrote
-(kept in docs/results/<name>/), and that Markdown equals what the code makes of its CSV."""
+"""The result pages are generated: each block of docs/results.md equals a results table the pipeline
+wrote (kept in docs/results/<name>/), and that Markdown equals what the code makes of its CSV; the
+README's verdict, short table and headline are what the code makes of the snapshots; the README stays
+a front page (at most 250 lines, in the issue's order, every page it links present)."""
 
 from pathlib import Path
 
@@ -11,7 +13,8 @@ from mr2.results.readme import (fill_block, readme_blocks, report_figure, report
 from mr2.results.tables import write_results_table
 
 ROOT = Path(__file__).resolve().parents[1]
-BLOCKS = readme_blocks((ROOT / "README.md").read_text())
+PAGE = ROOT / "docs" / "results.md"  # every snapshot's blocks
+BLOCKS = readme_blocks(PAGE.read_text())
 
 
 def test_the_readme_shows_the_default_run_and_the_convergence_check():
@@ -26,21 +29,21 @@ def test_each_block_is_the_table_the_pipeline_wrote(name):
     assert snapshot_markdown(folder / "results.csv").strip("\n") == md  # the Markdown is the CSV's
 
 
-@pytest.mark.parametrize("name", sorted(readme_blocks((ROOT / "README.md").read_text(), "excerpt")))
+@pytest.mark.parametrize("name", sorted(readme_blocks(PAGE.read_text(), "excerpt")))
 def test_each_excerpt_is_the_report_text_the_pipeline_wrote(name):
-    text = readme_blocks((ROOT / "README.md").read_text(), "excerpt")[name]
+    text = readme_blocks(PAGE.read_text(), "excerpt")[name]
     assert text == (ROOT / "docs" / "results" / name / "excerpt.md").read_text().strip("\n")
     assert name in BLOCKS  # an excerpt stands beside its run's results table
 
 
-@pytest.mark.parametrize("block", sorted(readme_blocks((ROOT / "README.md").read_text(), "figure")))
+@pytest.mark.parametrize("block", sorted(readme_blocks(PAGE.read_text(), "figure")))
 def test_each_figure_is_the_report_figure_the_pipeline_drew(block):
     """A figure block shows the snapshot's copy of a report figure with the report's caption."""
     name, stem = block.split(".", 1)
-    text = readme_blocks((ROOT / "README.md").read_text(), "figure")[block]
+    text = readme_blocks(PAGE.read_text(), "figure")[block]
     folder = ROOT / "docs" / "results" / name
     assert text == (folder / f"{stem}.md").read_text().strip("\n")
-    assert text.startswith(f"![{stem}](docs/results/{name}/{stem}.png)\n\n") and len(text.splitlines()) > 3
+    assert text.startswith(f"![{stem}](results/{name}/{stem}.png)\n\n") and len(text.splitlines()) > 3
     assert (folder / f"{stem}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert name in BLOCKS  # a figure stands beside its run's results table
 
@@ -104,11 +107,33 @@ def test_report_figure_finds_a_figure_and_its_caption():
 def test_the_readme_opens_its_results_with_the_verdict_table_of_the_snapshots():
     """The verdict table across settings is what ``mr2 verdicts`` makes of docs/results/*/, and it
     comes before every results table."""
-    from mr2.results.verdicts import BEGIN, readme_verdicts, snapshot_verdicts, verdict_markdown
+    from mr2.results.verdicts import (BEGIN, HEADLINE, SHORT, readme_verdicts, snapshot_verdicts, verdict_blocks,
+                                      verdict_markdown)
+
+    text = PAGE.read_text()
+    table = snapshot_verdicts(ROOT / "docs" / "results")
+    assert readme_verdicts(text) == verdict_markdown(table).strip("\n")
+    assert text.index(BEGIN) < min(text.index(f"<!-- results:{name} -->") for name in BLOCKS)
+    front = (ROOT / "README.md").read_text()
+    blocks = verdict_blocks(table)
+    assert readme_verdicts(front, SHORT) == blocks[SHORT] and readme_verdicts(front, HEADLINE) == blocks[HEADLINE]
+    assert "Settings without a verdict word" not in blocks[SHORT]  # the front page shows the verdict rows only
+
+
+def test_the_readme_is_a_front_page():
+    """At most 250 lines, in the order: what it is, the verdict, limitations, the two commands with their
+    measured time, rerunning one ablation / method / config, where everything else is; every page and
+    file it links exists."""
+    import re
 
     text = (ROOT / "README.md").read_text()
-    assert readme_verdicts(text) == verdict_markdown(snapshot_verdicts(ROOT / "docs" / "results")).strip("\n")
-    assert text.index(BEGIN) < min(text.index(f"<!-- results:{name} -->") for name in BLOCKS)
+    assert len(text.splitlines()) <= 250
+    headings = [h for h in re.findall(r"^## (.+)$", text, re.M)]
+    assert [h.split(" ")[0] for h in headings] == ["The", "Limitations:", "Two", "Rerun", "Where"]
+    assert "bash scripts/run.sh" in text and "bash scripts/test.sh" in text and re.search(r"\*\*\d+ min \d+ s\*\*", text)
+    for link in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text):
+        assert (ROOT / link).exists(), link
+    assert max(len(line) for line in text.splitlines() if not line.startswith(("|", "- "))) <= 400  # prose
 
 
 def test_update_readme_fills_one_block_and_keeps_the_rest(tmp_path):
@@ -213,20 +238,23 @@ def test_update_readme_defaults_errors_stale_files_and_settings(tmp_path, monkey
     folder = update_readme(tables, "x", readme, tmp_path, config="config/x.yaml")
     assert (folder / "settings.csv").read_text().splitlines() == ["dataset,cap,model,config", "d,None,NA,config/x.yaml"]
     assert (folder / "comparisons.csv").is_file()
-    # a later snapshot of a run without comparisons drops the stale copy; by default the README and
-    # the snapshots are those of the current folder, and the config is the snapshot's name
+    # a later snapshot of a run without comparisons drops the stale copy; by default the page
+    # (docs/results.md) and the snapshots are those of the current folder, and the config is the
+    # snapshot's name
     (tables / "comparisons.csv").unlink()
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "docs" / "results.md").write_text(readme.read_text())
     assert update_readme(tables, "x") == Path("docs") / "results" / "x"
     assert not (folder / "comparisons.csv").exists() and (folder / "results.csv").is_file()
     assert (folder / "settings.csv").read_text().splitlines()[1] == "d,None,NA,x"
-    assert readme_blocks(readme.read_text())["x"] == (folder / "results.md").read_text().strip("\n")
+    page = (tmp_path / "docs" / "results.md").read_text()
+    assert readme_blocks(page)["x"] == (folder / "results.md").read_text().strip("\n")
 
 
 def test_the_own_loop_snippet_runs_as_written():
     import re
 
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "pipeline.md").read_text()
     code = re.search(r"<!-- snippet:own-loop -->\n```python\n(.*?)```\n<!-- /snippet:own-loop -->", text, re.S).group(1)
     scope: dict = {}
     exec(compile(code, "README snippet", "exec"), scope)  # noqa: S102 - our own README

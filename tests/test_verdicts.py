@@ -410,7 +410,12 @@ def test_update_verdicts_replaces_the_first_block_and_keeps_everything_else(tmp_
     root = tmp_path / "snapshots"
     shutil.copytree(write_snapshot(tmp_path / "x", pc), root / "a")
     readme = tmp_path / "README.md"
-    text = f"top MR²\n{V.BEGIN}\nold\n{V.END}\nmiddle, quoting {V.END} and {V.BEGIN}\n{V.BEGIN}\nsecond\n{V.END}\nend\n"
+    twice = f"top\n{V.BEGIN}\nold\n{V.END}\n{V.BEGIN}\nsecond\n{V.END}\nend\n"
+    readme.write_text(twice, encoding="utf-8")
+    with pytest.raises(ValueError, match="2 times"):  # which lines the block spans is unclear: nothing written
+        V.update_verdicts(readme, root)
+    assert readme.read_text(encoding="utf-8") == twice
+    text = f"top MR²\n{V.BEGIN}\nold\n{V.END}\nmiddle, quoting {V.END} and {V.BEGIN} in prose\nend\n"
     readme.write_text(text, encoding="utf-8")
     assert V.update_verdicts(readme, root) is True
     new = readme.read_text(encoding="utf-8")
@@ -675,7 +680,8 @@ def test_verdict_markdown_rows_by_hand_without_snapshots():
                         "| **no** y |")
     assert lines[3] == "| d2, cnn | 12 | mr2 | **yes** a | **no** b | **not run** c | **underpowered** | **no** |"
     assert lines[4] == "" and lines[5].startswith("Each cell: the word the part of the paper's claim earns")
-    assert len(lines) == 6  # every row earns words: no second table
+    assert not any(line.startswith("Settings without") for line in lines)  # every row earns words: no second table
+    assert max(map(len, lines[4:])) <= 100  # the legend is wrapped
 
 
 def test_verdict_markdown_moves_settings_without_a_verdict_to_the_sensitivity_table():
@@ -686,9 +692,9 @@ def test_verdict_markdown_moves_settings_without_a_verdict_to_the_sensitivity_ta
     assert lines[2].startswith("| fmnist, resnet32 | 12 | mr2 | **equivalent (no effect ≥ 1 point)** +1.0 [+0.5, +1.5] |")
     assert not any(line.startswith("| d2") for line in lines[:4])
     second = lines.index(next(line for line in lines if line.startswith("Settings without a verdict word")))
-    assert lines[second + 2].startswith("| Setting | Seeds | Why no verdict | Hard classes up |")
+    head = lines.index(next(line for line in lines[second:] if line.startswith("| Setting | Seeds | Why no verdict")))
     # the Δs stand without a word; a part not run says so
-    assert lines[second + 4] == "| d2, cnn | 3 | 3 paired seeds (a verdict needs 10) | a | b | not run |  |  |"
+    assert lines[head + 2] == "| d2, cnn | 3 | 3 paired seeds (a verdict needs 10) | a | b | not run |  |  |"
     # no eligible setting: the first table says so
     table["eligible"] = False
     assert "no setting yet has ≥ 10 seeds" in V.verdict_markdown(table).splitlines()[2]

@@ -159,7 +159,10 @@ def keep_tuning(source: Path, target: Path) -> None:
                 shutil.copyfile(dataset / file, target / dataset.name / file)
 
 
-def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md", root: str | Path = ".",
+RESULTS_PAGE = Path("docs") / "results.md"  # the page of every snapshot's blocks (the README shows the verdict)
+
+
+def update_readme(tables: str | Path, name: str, readme: str | Path = RESULTS_PAGE, root: str | Path = ".",
                   config: str | None = None, sections: Sequence[str] = (), report: str | Path | None = None,
                   figures: Sequence[str] = (), log=print) -> Path:
     """Copy ``<tables>/results.{csv,md}`` (and comparisons.csv, settings.csv where the run wrote
@@ -234,4 +237,7 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = "README.md
     md = (folder / "results.md").read_text(encoding="utf-8").strip("\n")
     save_text(fill_block(text, name, md), readme)
     update_verdicts(readme, Path(root) / SNAPSHOTS)
+    front = Path(root) / "README.md"  # the front page's verdict, short table and headline
+    if front.is_file() and front.resolve() != readme.resolve():
+        update_verdicts(front, Path(root) / SNAPSHOTS)
     return folder

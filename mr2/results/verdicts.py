@@ -37,13 +37,13 @@ from its results.csv (the paired sd from the interval: sd = (hi − lo)/2 · √
 from __future__ import annotations
 
 import math
-import re
+import textwrap
 from pathlib import Path
 
 import pandas as pd
 from scipy import stats
 
-from ..common.io import save_text
+from ..common.io import block_lines, fill_block_lines, save_text
 from ..common.runs import DEFAULT_VARIANT
 from .convergence import convergence_summary
 from .regimes import regime_label
@@ -252,17 +252,18 @@ def complete_comparisons(comparisons: pd.DataFrame, effect_of_interest: float | 
     2·P(T > |d̄|√n/sd)), then Holm within each family and every word again (``with_words``), so every
     snapshot is judged by the same rules."""
     out = comparisons.copy()
-    for column in ("eq_lo", "eq_hi", "p_value"):
+    for column in COMPARISON_COLUMNS:  # a damaged or older file: what it lacks is unknown
         if column not in out:
-            out[column] = math.nan
-    n = out["n_paired"].astype(float)
+            out[column] = "" if column in ("method", "variant", "against", "against_variant", "kind", "metric",
+                                            "word") else math.nan
+    n = pd.to_numeric(out["n_paired"], errors="coerce").fillna(0)
     half = [stats.t.ppf(1 - (1 - level), k - 1) * sd / math.sqrt(k) if k >= 2 else math.nan
             for k, sd in zip(n, out["diff_sd"].astype(float))]
     missing = out["eq_lo"].isna()
     out.loc[missing, "eq_lo"] = (out["diff"] - pd.Series(half, index=out.index))[missing]
     out.loc[missing, "eq_hi"] = (out["diff"] + pd.Series(half, index=out.index))[missing]
     missing = out["p_value"].isna()
-    out.loc[missing, "p_value"] = [paired_p_value(d, sd, int(k)) for d, sd, k in
+    out.loc[missing, "p_value"] = [paired_p_value(float(d), float(sd), int(k)) for d, sd, k in
                                    zip(out.loc[missing, "diff"], out.loc[missing, "diff_sd"], n[missing])]
     effect = effect_of_interest if effect_of_interest is not None else (
         float(out["effect_of_interest"].iloc[0]) if len(out) else EFFECT_OF_INTEREST)
@@ -361,11 +362,13 @@ def verdict_markdown(table: pd.DataFrame, effect: float = EFFECT_OF_INTEREST) ->
             "easy classes \"not down\" is also supported when the 90 % interval's lower end is above −(effect of "
             f"interest). Only settings with ≥ {MIN_SEEDS} paired seeds and every method within its convergence "
             "tolerance earn a word.\n")
+    note = "\n" + textwrap.fill(note.strip("\n"), 100) + "\n"
     rest = table[~eligible]
     if rest.empty:
         return "\n".join(lines) + "\n" + note
-    extra = ["", "Settings without a verdict word (sensitivity to the number of seeds and to the training regime: "
-             "the paired Δ [95 % t-interval] of each part, read as such, not as a verdict):", ""]
+    extra = ["", *textwrap.wrap("Settings without a verdict word (sensitivity to the number of seeds and to the training "
+                                "regime: the paired Δ [95 % t-interval] of each part, read as such, not as a verdict):",
+                                100), ""]
     head = (["Snapshot"] if snap else []) + ["Setting", "Seeds", "Why no verdict"] + list(PARTS.values())
     extra += ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
     for _, r in rest.iterrows():
@@ -377,21 +380,67 @@ def verdict_markdown(table: pd.DataFrame, effect: float = EFFECT_OF_INTEREST) ->
     return "\n".join(lines) + "\n" + note + "\n".join(extra) + "\n"
 
 
-def readme_verdicts(text: str) -> str | None:
-    """The README's verdict block (between ``BEGIN`` and ``END``), or None without one."""
-    m = re.search(re.escape(BEGIN) + r"\n(.*?)\n" + re.escape(END), text, flags=re.S)
-    return m.group(1).strip("\n") if m else None
+#: the README's blocks: the verdict table alone (``SHORT``) and the headline sentences generated from it
+SHORT = ("<!-- verdicts:short -->", "<!-- /verdicts:short -->")
+HEADLINE = ("<!-- headline -->", "<!-- /headline -->")
+
+
+def readme_verdicts(text: str, markers: tuple[str, str] = (BEGIN, END)) -> str | None:
+    """The text of a verdict block (by default the full one, between ``BEGIN`` and ``END``), or None
+    without one; markers count only as whole lines (``mr2.common.io.block_lines``)."""
+    found = block_lines(text, *markers)
+    if found is None:
+        return None
+    return "\n".join(text.splitlines()[found[0] + 1:found[1]]).strip("\n")
+
+
+def verdict_blocks(table: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """What each verdict block holds: the full table with the sensitivity rows (``BEGIN``/``END``), the
+    verdict rows alone with their legend (``SHORT``), and the headline (``HEADLINE``)."""
+    full = verdict_markdown(table).strip("\n")
+    return {(BEGIN, END): full, SHORT: full.split("\n\nSettings without a verdict\nword")[0].split(
+        "\n\nSettings without a verdict word")[0],
+            HEADLINE: headline(table)}
 
 
 def update_verdicts(readme: str | Path, snapshots: str | Path) -> bool:
-    """Put the verdict table of the snapshots under ``snapshots`` into the README's (first) block,
-    keeping every other byte; False (nothing written) when the README has no block."""
+    """Fill every verdict block the file ``readme`` has (``verdict_blocks``) from the snapshots under
+    ``snapshots``, keeping every other line byte for byte; False (nothing written) when it has none."""
     readme = Path(readme)
     text = readme.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
+    blocks = {m: body for m, body in verdict_blocks(snapshot_verdicts(snapshots)).items()
+              if block_lines(text, *m, where=str(readme)) is not None}
+    if not blocks:
         return False
-    md = verdict_markdown(snapshot_verdicts(snapshots)).strip("\n")
-    head, rest = text.split(BEGIN, 1)
-    save_text(f"{head}{BEGIN}\n{md}\n{END}{rest.split(END, 1)[1]}", readme)
+    for (begin, end), body in blocks.items():
+        text = fill_block_lines(text, begin, end, body, str(readme))
+    save_text(text, readme)
     return True
 
+
+#: what a part's word says, for the headline
+SAYS = {"hard_up": "MR² raises the hard classes", "easy_not_down": "MR² keeps the easy classes (no loss ≥ {e} point)",
+        "overall_up": "MR² raises overall accuracy", "ablations_below": "each ablation is below full MR²",
+        "above_baselines": "MR² is above the baselines"}
+
+
+def headline(table: pd.DataFrame, effect: float = EFFECT_OF_INTEREST) -> str:
+    """The verdict in sentences, one per setting that earns words: its data, model, seeds and what was
+    tuned, then each part's word with the Δ behind it, and for an "equivalent" part the effect it
+    excludes; a sentence saying so when no setting earns words yet."""
+    rows = table[table["eligible"].astype(bool)] if len(table) and "eligible" in table else table.iloc[:0]
+    if rows.empty:
+        return (f"No setting has earned a verdict word yet: none has {MIN_SEEDS} or more paired seeds with every "
+                "method shown at its own convergence (the table's second part lists what ran, as sensitivity).")
+    out = []
+    for _, r in rows.iterrows():
+        parts = []
+        for part, says in SAYS.items():
+            word = r[part]
+            if word in (NOT_RUN, NOT_COMPUTED):
+                continue
+            detail = str(r[f"{part}_detail"]) if str(r[f"{part}_detail"]) not in ("", "nan") else ""
+            claim = says.format(e=f"{effect:g}")
+            parts.append(f"{claim}: **{shown_word(word, effect)}**" + (f" ({detail})" if detail else ""))
+        out.append(f"- {_setting(r)}, {r['seeds']} seeds, tuned: {r['tuned']}. " + "; ".join(parts) + ".")
+    return "\n".join(out)
