@@ -444,7 +444,7 @@ def test_a_baseline_identical_to_erm_is_called_identical_not_undetermined():
     text = "\n".join(findings(per_class, runs, G.difficulty_table(per_class)))
     line = next(s for s in text.splitlines() if s.startswith("- `eql` against ERM"))
     assert "It is identical to ERM on every seed." in line and "undetermined" not in line
-    assert "hard classes +0.0 points [95 % CI +0.0, +0.0; MDE 0.0] (no clear difference)" in line
+    assert "hard classes +0.0 points [95 % CI +0.0, +0.0; MDE 0.0] (equivalent)" in line
     assert "identical to ERM on every seed: `eql`" in text
     # a baseline shifted by a constant on every seed has no spread to test against: undetermined, said so
     from mr2.results.report import trade_off_kind

@@ -41,6 +41,8 @@ TRADE_OFF = {
     ("higher", "no clear difference"): "raises hard classes without lowering easy ones",
     ("no clear difference", "lower"): "lowers easy classes without raising hard ones",
     ("lower", "lower"): "lowers both hard and easy classes",
+    ("higher", EQUIVALENT): "raises hard classes without lowering easy ones",
+    (EQUIVALENT, "lower"): "lowers easy classes without raising hard ones",
 }
 #: what each word of a paired comparison says about hard and about easy classes, for the pairs
 #: ``TRADE_OFF`` does not name
