@@ -345,7 +345,7 @@ def test_fairdro_sets_q_from_the_previous_epoch_losses(gen):
 # ---------------------------------------------------------------- the release's loss
 
 class LoopRelease:
-    """Slow reference written from docs/method.md ("How the release computes its loss").
+    """Slow reference written from docs/method.md (the release's loss, step by step).
 
     The buffer update is a literal transcription of the release's per-class rule: only the
     mean-norm buffer is tested (for 0 or NaN), and then both buffers take the batch values;
