@@ -319,3 +319,15 @@ def test_run_configs_never_alias_the_config():
     plan.run_config(config, SCHEMA, "fashion_mnist", "mr2", "c_bar=2.0", 0)["train"]["epochs"] = 99
     plan.data_settings(config, "fashion_mnist")["data"]["name"] = "x"
     assert config == before
+
+
+def test_an_output_root_that_is_the_file_systems_root_or_a_file_is_refused(tmp_path):
+    from mr2.pipeline.config import PipelineConfigError
+
+    for root in ("/", "//", "/./"):
+        with pytest.raises(PipelineConfigError, match="config key 'output_root'.*file system's root"):
+            smoke(output_root=root)
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(PipelineConfigError, match="config key 'output_root'.*existing file"):
+        smoke(output_root=str(tmp_path / "f"))
+    assert smoke(output_root=str(tmp_path / "new"))["output_root"] == str(tmp_path / "new")

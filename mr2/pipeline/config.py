@@ -168,8 +168,20 @@ def convergence_datasets(config: dict) -> dict[str, str]:
 
 
 # ----------------------------------------------------------------------------- checks across keys
+def check_output_root(root: str) -> None:
+    """Config key `output_root` must name a folder every output can go under: not the file system's root
+    (every output would land beside the system's folders) and not an existing file."""
+    path = Path(root)
+    if path.resolve() == Path(path.resolve().anchor):
+        raise PipelineConfigError(f"config key 'output_root': {root!r} is the file system's root; name a folder "
+                                  "for the results (e.g. results)")
+    if path.exists() and not path.is_dir():
+        raise PipelineConfigError(f"config key 'output_root': {root!r} is an existing file, not a folder")
+
+
 def check_cross_keys(config: dict, schema: dict) -> None:
     """Checks across keys that the schema cannot express, each error naming the key."""
+    check_output_root(config["output_root"])
     methods = config["methods"]
     sweep_method = config["sweeps"]["method"]
     swept = [key for key in config["sweeps"] if key != "method"]
