@@ -368,7 +368,7 @@ def test_snapshot_verdicts_read_every_snapshot_folder_in_order(tmp_path):
     assert list(table["snapshot"]) == ["a", "b"] and list(table.index) == [0, 1]
     assert list(table.columns) == ["dataset", "data", "model", "regime",
                                    *[c for part in V.PARTS for c in (part, f"{part}_detail")],
-                                   "seeds", "tuned", "reason", "eligible", "snapshot", "config"]
+                                   "seeds", "hard_excluded_above", "tuned", "reason", "eligible", "snapshot", "config"]
     # 3 seeds and no convergence check: no verdict word, and the reason says both
     n = pc["seed"].nunique()
     assert not table["eligible"].any() and table.loc[0, "seeds"] == n
@@ -751,3 +751,17 @@ def test_one_of_many_counts_in_words():
                                     "(3.0 expected): one of many comparisons, not a finding")
     assert S.one_of_many(1, 10, level=0.8) == ("1 interval of 10 excludes 0, about what 20 % of 10 comparisons give "
                                                "by chance (2.0 expected): one of many comparisons, not a finding")
+
+
+def test_the_headline_says_each_eligible_settings_words_and_the_hard_gain_it_excludes():
+    table = verdict_rows()
+    assert V.headline(table.assign(eligible=False)).startswith("No setting has earned a verdict word yet")
+    table.loc[0, "hard_up"] = "equivalent"
+    table["hard_excluded_above"] = [0.63, math.nan]
+    text = V.headline(table).splitlines()
+    assert text[0].startswith("- fmnist, resnet32, 12 seeds, tuned: mr2. MR² raises the hard classes: "
+                              "**equivalent (no effect ≥ 1 point)** (+1.0 [+0.5, +1.5]); ")
+    assert "overall" not in text[0]  # a part not run is left out
+    assert text[0].endswith("A hard-class gain above +0.6 points over ERM is excluded (the upper end of the two "
+                            "one-sided tests' 90 % interval).")
+    assert "is excluded" not in text[1] and len(text) == 2

@@ -225,6 +225,8 @@ def verdict_table(comparisons: pd.DataFrame, methods: pd.DataFrame, settings: pd
         behind = here[here["variant"].eq(DEFAULT_VARIANT) & here["against_variant"].eq(DEFAULT_VARIANT)
                       & (here["method"].eq(MR2) | here["against"].eq(MR2))]
         row["seeds"] = int(behind["n_paired"].min()) if len(behind) else 0
+        hard = behind[behind["method"].eq(MR2) & behind["against"].eq(reference) & behind["metric"].eq("hard")]
+        row["hard_excluded_above"] = float(hard["eq_hi"].iloc[0]) if len(hard) and "eq_hi" in hard else math.nan
         row["tuned"] = str(setting.get("tuned", "") or "not recorded")
         row["reason"] = no_verdict_reason(row["seeds"], setting.get("converged"), setting.get("convergence"))
         row["eligible"] = row["reason"] == ""
@@ -424,6 +426,11 @@ SAYS = {"hard_up": "MR² raises the hard classes", "easy_not_down": "MR² keeps 
         "above_baselines": "MR² is above the baselines"}
 
 
+def reference_name(row) -> str:
+    """The reference's name as the headline says it (ERM unless the snapshot's table says otherwise)."""
+    return str(row.get("reference", "erm") or "erm").upper()
+
+
 def headline(table: pd.DataFrame, effect: float = EFFECT_OF_INTEREST) -> str:
     """The verdict in sentences, one per setting that earns words: its data, model, seeds and what was
     tuned, then each part's word with the Δ behind it, and for an "equivalent" part the effect it
@@ -442,5 +449,8 @@ def headline(table: pd.DataFrame, effect: float = EFFECT_OF_INTEREST) -> str:
             detail = str(r[f"{part}_detail"]) if str(r[f"{part}_detail"]) not in ("", "nan") else ""
             claim = says.format(e=f"{effect:g}")
             parts.append(f"{claim}: **{shown_word(word, effect)}**" + (f" ({detail})" if detail else ""))
-        out.append(f"- {_setting(r)}, {r['seeds']} seeds, tuned: {r['tuned']}. " + "; ".join(parts) + ".")
+        above = float(r.get("hard_excluded_above", math.nan))
+        excluded = (f" A hard-class gain above {above:+.1f} points over {reference_name(r)} is excluded (the upper end of "
+                    "the two one-sided tests' 90 % interval)." if math.isfinite(above) else "")
+        out.append(f"- {_setting(r)}, {r['seeds']} seeds, tuned: {r['tuned']}. " + "; ".join(parts) + "." + excluded)
     return "\n".join(out)
