@@ -384,6 +384,8 @@ def results_step(args) -> None:
             raise ValueError(f"{stray[0]} is no figure of the pipeline (there is no caption {captions / stray[0].stem}"
                              f".rst): remove it from {args.figures}, or add its caption")
         t = results.read_tables(args.tables, ("per_class", "runs", "epochs", "groups"))
+        if (Path(args.tables) / "convergence.csv").is_file():  # written by `mr2 table` beside results.md
+            t.update(results.read_tables(args.tables, ("convergence",)))
         out = Path(args.out)
         figures = {p.stem: str(p.relative_to(out.parent)) for p in pngs}
         md = (Path(args.tables) / "results.md").read_text(encoding="utf-8")

@@ -223,6 +223,41 @@ def test_convergence_gains_are_paired_by_seed_on_the_settings_groups():
     assert C.convergence_table(pc, runs[runs["dataset"] == "d"].drop(columns=[C.TAG]), G.difficulty_table(pc)).empty
 
 
+def test_the_report_verdict_reads_the_convergence_checks_it_is_given(tmp_path):
+    """A 12-seed setting whose every method is within tolerance at 4x the epochs earns words in the
+    report's verdict table; without its convergence checks the same runs are sensitivity, "convergence
+    not checked"; with MR² gaining 2 points at 4x, "not at convergence: mr2"."""
+    from pathlib import Path
+
+    from mr2.results.report import write_report
+
+    pc = family_table()
+    pc = pc[pc["method"].isin(["erm", "mr2"])]
+    long = pc[pc["seed"] < 3].assign(dataset="d.x4")
+    runs_of = lambda frame: frame.drop_duplicates(["dataset", "method", "variant", "seed"])[
+        ["dataset", "method", "variant", "seed"]]
+    runs = runs_of(pd.concat([pc, long]))
+    runs = runs.assign(**{C.EPOCHS: np.where(runs["dataset"] == "d", 20, 80),
+                          C.TAG: np.where(runs["dataset"] == "d", None, "d")})
+    captions = Path(__file__).resolve().parents[1] / "workflow" / "report"
+
+    def verdict(per_class, convergence):
+        t = {"per_class": per_class, "runs": runs, "groups": G.difficulty_table(per_class)}
+        if convergence:
+            t["convergence"] = C.convergence_table(per_class, runs, t["groups"], tolerance=1.0)
+        text = write_report(t, "| table |", {}, tmp_path / "report.md", captions, {"seeds": list(range(12))})
+        return text[text.index("## Verdict"):text.index("## Results")]
+
+    both = pd.concat([pc, long], ignore_index=True)
+    text = verdict(both, True)
+    first = text[:text.index("Each cell")]
+    assert "| d, all × 20 ep | 12 | none | **supported** +1.0" in first and "no setting yet" not in first
+    assert "convergence not checked" in verdict(both, False)
+    slow = both.copy()
+    slow.loc[slow["dataset"].eq("d.x4") & slow["method"].eq("mr2"), "accuracy"] += 0.02
+    assert "not at convergence: mr2" in verdict(slow, True)
+
+
 # ----------------------------------------------------------------------------- validation from unused images
 def test_held_out_validation_is_disjoint_from_training_and_capped_per_class():
     y = torch.tensor([0] * 10 + [1] * 6 + [2] * 8)

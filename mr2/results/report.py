@@ -275,7 +275,8 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
                  html_out: str | Path | None = None, effect_of_interest: float = EFFECT_OF_INTEREST,
                  options: FigureOptions | None = None) -> str:
     """Assemble results/report.md; ``figures`` maps a figure name to its PNG path relative to ``out``;
-    ``sections`` are Markdown sections written by other steps (e.g. the theory step's).
+    ``sections`` are Markdown sections written by other steps (e.g. the theory step's). ``tables``:
+    per_class, runs, groups, and convergence (``mr2 table``'s checks at more epochs) where the run made it.
 
     The methods the report and its figures are about (the reference, the MR² method, the swept
     method) are ``options``, by default read from the pipeline ``config`` as ``mr2 figures`` reads
@@ -297,6 +298,9 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
     if reference is not None:
         figure_opts = replace(figure_opts, reference=reference)
     per_class, runs, groups = (escape_frame(tables[name]) for name in ("per_class", "runs", "groups"))
+    # each method's convergence check (``mr2 table``'s convergence.csv), so the verdict's settings say
+    # whether every method is at its own convergence, as the snapshots' verdict table does
+    convergence = escape_frame(tables["convergence"]) if tables.get("convergence") is not None else None
     reference, method = escape_text(figure_opts.reference), escape_text(figure_opts.method)
     report_dir = Path(report_dir)
     holds = available(tables, figure_opts)  # computed on the tables as they are, names unescaped
@@ -324,7 +328,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "",
         verdict_markdown(verdict_table(
             comparisons_table(per_class, runs, groups, reference, effect_of_interest=effect_of_interest),
-            per_class[["dataset", "method", "variant"]].drop_duplicates(), settings_table(runs), reference)).strip(),
+            per_class[["dataset", "method", "variant"]].drop_duplicates(), settings_table(runs, convergence), reference)).strip(),
         "",
         "## Results",
         "",
