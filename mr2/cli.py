@@ -350,9 +350,9 @@ def results_step(args) -> None:
         made = make_figures(t, args.out, figure_options_of(args, config), names=args.names)
         print(f"[figures] {len(made)} figures -> {args.out}")
     elif args.step == "readme":
-        from .results.readme import update_readme
+        from .results.readme import repository_root, update_readme
 
-        folder = update_readme(args.tables, args.name, args.readme, Path(args.readme).parent, config=args.config,
+        folder = update_readme(args.tables, args.name, args.readme, repository_root(args.readme), config=args.config,
                                sections=args.section, report=args.report, figures=args.figure)
         print(f"[readme] {args.readme}: block {args.name} from {folder}")
     elif args.step == "verdicts":

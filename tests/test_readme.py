@@ -301,6 +301,22 @@ def test_a_marker_quoted_in_prose_is_text_and_an_unclear_block_is_refused(tmp_pa
         fill_block("<!-- results:x -->\n<!-- /results:x -->\n", "x", "a\n<!-- /results:x -->\nb")
 
 
+def test_the_default_page_in_docs_keeps_its_snapshot_under_the_repository_docs_results(tmp_path):
+    """`mr2 readme --readme docs/results.md` (the default page) keeps the snapshot in docs/results/<name>/
+    beside the page, not in docs/docs/results/, and refreshes the front page's verdict blocks."""
+    import test_safety as safety
+
+    tables = one_row_tables(tmp_path / "tables")
+    page = tmp_path / "docs" / "results.md"
+    page.parent.mkdir()
+    page.write_text("<!-- results:x -->\n<!-- /results:x -->\n")
+    res = safety.mr2("readme", "--tables", str(tables), "--name", "x", "--readme", str(page))
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "docs" / "results" / "x" / "results.md").is_file()
+    assert not (tmp_path / "docs" / "docs").exists()
+    assert readme_blocks(page.read_text())["x"] == (tmp_path / "docs/results/x/results.md").read_text().strip()
+
+
 @pytest.mark.parametrize("name", ["..", ".", "-x", "a/b", "a..b"])
 def test_a_snapshot_name_that_is_no_safe_name_is_refused_before_anything_is_written(tmp_path, name):
     import test_safety as safety

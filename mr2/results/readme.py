@@ -162,6 +162,13 @@ def keep_tuning(source: Path, target: Path) -> None:
 RESULTS_PAGE = Path("docs") / "results.md"  # the page of every snapshot's blocks (the README shows the verdict)
 
 
+def repository_root(page: str | Path) -> Path:
+    """The folder whose ``docs/results/`` holds the snapshots a page shows: the page's own folder, or the
+    one above it when the page lies in a ``docs`` folder (``docs/results.md``, the default page)."""
+    folder = Path(page).parent
+    return folder.parent if folder.name == "docs" else folder
+
+
 def update_readme(tables: str | Path, name: str, readme: str | Path = RESULTS_PAGE, root: str | Path = ".",
                   config: str | None = None, sections: Sequence[str] = (), report: str | Path | None = None,
                   figures: Sequence[str] = (), log=print) -> Path:
