@@ -348,3 +348,39 @@ def test_a_new_snapshot_without_its_excerpt_and_figure_removes_the_old_ones(tmp_
     assert text.startswith("a\n<!-- results:x -->\n") and "\nb\nc\nd\n<!-- excerpt:y -->\nother\n" in text
     assert not (folder / "excerpt.md").exists() and not (folder / "x.png").exists() and not (folder / "x.md").exists()
     assert (folder / "results.md").is_file() and len(said) == 2 and "excerpt:x" in said[0] and "figure:x.x" in said[1]
+
+
+def test_the_readme_words_on_the_tuned_run_are_its_snapshots():
+    """The numbers the README's sentences quote about the tuned run (the chosen c̄ and λ, ρ(ERM error, γ_k),
+    the release options' hard-class gain) are recomputed from the snapshots' files: chosen.yaml, the
+    per-seed per-class table (Spearman's ρ per seed across classes, mean and 95 % t-interval), the 16-seed
+    power run's comparisons."""
+    import numpy as np
+    import yaml
+    from scipy import stats
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    page = " ".join(PAGE.read_text().split())
+    snap = ROOT / "docs" / "results" / "tuned-fashion-mnist"
+    chosen = yaml.safe_load((snap / "tune" / "fashion_mnist" / "chosen.yaml").read_text())["methods"]["mr2"]
+    assert f"c̄ = {chosen['c_bar']:g} and λ = {chosen['lam']:g}" in text
+    assert f"**c̄ = {chosen['c_bar']:g}, λ = {chosen['lam']:g}**" in page
+    pc = pd.read_csv(snap / "per_class.csv")
+    pc = pc[pc["dataset"].eq("fashion_mnist") & pc["variant"].eq("default")]
+    error = 1 - pc[pc["method"].eq("erm")].groupby("class")["accuracy"].mean()
+
+    def rho(method, column):
+        r = np.array([stats.spearmanr(error.loc[g["class"]].to_numpy(), g[column].to_numpy())[0]
+                      for _, g in pc[pc["method"].eq(method)].groupby("seed")])
+        half = stats.t.ppf(0.975, len(r) - 1) * r.std(ddof=1) / np.sqrt(len(r))
+        return r.mean(), r.mean() - half, r.mean() + half
+
+    fmt = lambda x: f"{x:+.2f}".replace("-", "−").replace("+", "")
+    gamma, a = rho("mr2", "gamma"), rho("erm", "a")
+    assert f"ρ(ERM error, γ_k) = {fmt(gamma[0])})" in text
+    assert f"ρ(ERM error, γ_k) = {fmt(gamma[0])} [{fmt(gamma[1])}, {fmt(gamma[2])}]" in page
+    assert f"ρ(ERM error, a_k) = {fmt(a[0])} [{fmt(a[1])}, {fmt(a[2])}]" in page
+    power = pd.read_csv(ROOT / "docs" / "results" / "power" / "comparisons.csv")
+    hard = power[power["method"].eq("mr2") & power["against"].eq("erm") & power["metric"].eq("hard")].iloc[0]
+    sign = lambda x: f"{x:+.1f}".replace("-", "−")
+    assert f"hard-class gain was {sign(hard['diff'])} [{sign(hard['diff_lo'])}, {sign(hard['diff_hi'])}] (16 seeds)" in text
