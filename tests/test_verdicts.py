@@ -368,7 +368,8 @@ def test_snapshot_verdicts_read_every_snapshot_folder_in_order(tmp_path):
     assert list(table["snapshot"]) == ["a", "b"] and list(table.index) == [0, 1]
     assert list(table.columns) == ["dataset", "data", "model", "regime",
                                    *[c for part in V.PARTS for c in (part, f"{part}_detail")],
-                                   "seeds", "hard_excluded_above", "tuned", "reason", "eligible", "snapshot", "config"]
+                                   "seeds", "hard_excluded_above", "runs_key", "tuned", "reason", "eligible", "snapshot",
+                                   "config"]
     # 3 seeds and no convergence check: no verdict word, and the reason says both
     n = pc["seed"].nunique()
     assert not table["eligible"].any() and table.loc[0, "seeds"] == n
@@ -383,6 +384,32 @@ def test_snapshot_verdicts_read_every_snapshot_folder_in_order(tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert V.snapshot_verdicts(empty).empty
+
+
+def test_a_run_set_held_by_several_snapshots_is_one_row_of_the_verdict(tmp_path):
+    """Issue 39: the default's runs reused by an ablation config (a) and a baselines config (b) are one
+    row naming both, with the ablation part from a and the baseline part from b; another run set (c, other
+    seeds of noise) keeps its own row; the headline and the short table see the same rows."""
+    base = {"mr2": (0.0, 0.0, 0.06), "mr2_uniform": (0.0, 0.0, 0.0), "ldam": (-0.03, 0.0, 0.03)}
+    pc = three_class(base, noise=0.004)
+    root = tmp_path / "snapshots"
+    for name, drop in (("a", "ldam"), ("b", "mr2_uniform")):
+        shutil.copytree(write_snapshot(tmp_path / name, pc[pc["method"] != drop]), root / name)
+    shutil.copytree(write_snapshot(tmp_path / "c", three_class(base, noise=0.004, rng_seed=7)), root / "c")
+    table = V.snapshot_verdicts(root)
+    assert list(table["snapshot"]) == ["a", "b", "c"]
+    assert table.loc[0, "runs_key"] == table.loc[1, "runs_key"] != table.loc[2, "runs_key"]
+    merged = V.one_row_per_run_set(table)
+    assert list(merged["snapshot"]) == ["a, b", "c"]
+    row = merged.iloc[0]
+    assert row["ablations_below_detail"] == table.loc[0, "ablations_below_detail"] != ""
+    assert row["above_baselines_detail"] == table.loc[1, "above_baselines_detail"] != ""
+    md = V.verdict_markdown(table)
+    assert md.count("| a, b | ") == 1 and md.count("| c | ") == 1 and "| a | " not in md and "| b | " not in md
+    # earning words: a setting is eligible when any snapshot of its runs shows it so
+    eligible = table.assign(eligible=[False, True, False], reason=["3 paired seeds", "", "3 paired seeds"])
+    assert V.one_row_per_run_set(eligible)["eligible"].tolist() == [True, False]
+    assert V.headline(eligible).count("\n- ") == 0 and V.headline(eligible).startswith("- ")
 
 
 def test_snapshot_verdicts_take_the_reference_from_the_first_row_of_the_results(tmp_path):

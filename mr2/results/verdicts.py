@@ -227,11 +227,53 @@ def verdict_table(comparisons: pd.DataFrame, methods: pd.DataFrame, settings: pd
         row["seeds"] = int(behind["n_paired"].min()) if len(behind) else 0
         hard = behind[behind["method"].eq(MR2) & behind["against"].eq(reference) & behind["metric"].eq("hard")]
         row["hard_excluded_above"] = float(hard["eq_hi"].iloc[0]) if len(hard) and "eq_hi" in hard else math.nan
+        row["runs_key"] = runs_key(behind[behind["method"].eq(MR2) & behind["against"].eq(reference)])
         row["tuned"] = str(setting.get("tuned", "") or "not recorded")
         row["reason"] = no_verdict_reason(row["seeds"], setting.get("converged"), setting.get("convergence"))
         row["eligible"] = row["reason"] == ""
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def runs_key(reference_rows: pd.DataFrame) -> str:
+    """What identifies a setting's run set across snapshots: MR²'s paired Δ to the reference and its
+    interval on all, easy and hard classes, to 1e-6 points. Two snapshots of the same runs (the same
+    models, made by configs that share them) give the same key; two different run sets agreeing on all
+    nine numbers to a millionth of a point do not occur. "" without those comparisons."""
+    rows = reference_rows[reference_rows["metric"].isin(["all", "easy", "hard"])].sort_values("metric")
+    if rows.empty:
+        return ""
+    return ";".join(f"{m}:{d:.6f},{lo:.6f},{hi:.6f}" for m, d, lo, hi in
+                    zip(rows["metric"], rows["diff"].astype(float), rows["diff_lo"].astype(float),
+                        rows["diff_hi"].astype(float)))
+
+
+def one_row_per_run_set(table: pd.DataFrame) -> pd.DataFrame:
+    """The verdict table with each run set in one row: snapshots holding the same runs (the same
+    ``runs_key`` in the same data, model and regime, e.g. the default's runs reused by a sweep and a
+    baseline config) become one row naming every snapshot and config, each part's cell taken from the
+    first of them (in snapshot order) that ran it; the row earns words when any of them does (its
+    settings there show every method at convergence). Rows without a key stay as they are."""
+    if table.empty or "runs_key" not in table or "snapshot" not in table:
+        return table
+    keys = [table[k].astype(str) for k in ("data", "model", "regime", "seeds", "runs_key")]
+    group = pd.Series(list(zip(*keys)), index=table.index).where(table["runs_key"].astype(str).ne(""),
+                                                                   pd.Series(table.index.map(str), index=table.index))
+    rows = []
+    for _, same in table.groupby(group, sort=False):
+        row = same.iloc[0].copy()
+        if len(same) > 1:
+            row["snapshot"] = ", ".join(same["snapshot"].astype(str))
+            row["config"] = ", ".join(dict.fromkeys(same["config"].astype(str)))
+            for part in PARTS:
+                ran = same[~same[part].isin([NOT_RUN, NOT_COMPUTED])]
+                if len(ran):
+                    row[part], row[f"{part}_detail"] = ran[part].iloc[0], ran[f"{part}_detail"].iloc[0]
+            eligible = same[same["eligible"].astype(bool)]
+            if len(eligible):
+                row["eligible"], row["reason"], row["tuned"] = True, "", eligible["tuned"].iloc[0]
+        rows.append(row)
+    return pd.DataFrame(rows).reset_index(drop=True)
 
 
 def no_verdict_reason(seeds: int, converged, convergence) -> str:
@@ -338,9 +380,11 @@ def verdict_markdown(table: pd.DataFrame, effect: float = EFFECT_OF_INTEREST) ->
     ``MIN_SEEDS`` paired seeds behind every comparison, every method at its own convergence), a column
     per part of the claim, each cell its word in bold and the paired Δ [95 % interval] in points behind
     it; then the settings that earn none (too few seeds, or a method not at convergence), with why and
-    the same Δs without a word: a sensitivity to the number of seeds and to the training regime."""
+    the same Δs without a word: a sensitivity to the number of seeds and to the training regime. Each run
+    set is one row, whichever snapshots hold it (``one_row_per_run_set``)."""
     if table.empty:
         return "No setting has been run.\n"
+    table = one_row_per_run_set(table)
     snap = "snapshot" in table
     eligible = table["eligible"].astype(bool) if "eligible" in table else pd.Series(True, index=table.index)
     header = (["Snapshot"] if snap else []) + ["Setting", "Seeds", "Tuned"] + list(PARTS.values())
@@ -435,6 +479,7 @@ def headline(table: pd.DataFrame, effect: float = EFFECT_OF_INTEREST) -> str:
     """The verdict in sentences, one per setting that earns words: its data, model, seeds and what was
     tuned, then each part's word with the Δ behind it, and for an "equivalent" part the effect it
     excludes; a sentence saying so when no setting earns words yet."""
+    table = one_row_per_run_set(table)
     rows = table[table["eligible"].astype(bool)] if len(table) and "eligible" in table else table.iloc[:0]
     if rows.empty:
         return (f"No setting has earned a verdict word yet: none has {MIN_SEEDS} or more paired seeds with every "
