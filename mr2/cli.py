@@ -77,6 +77,9 @@ def parser() -> argparse.ArgumentParser:
             p.add_argument("--force", action="store_true",
                            help="train into a folder that holds a finished run (model.pt): its model and evaluations "
                                 "(eval/, eval_val/) are removed first; without it such a folder is refused")
+            p.add_argument("--on-divergence", choices=["stop", "record"], default="stop",
+                           help="a run that diverges: stop with exit code 1 (default), or record it as a finished, "
+                                "failed run scored 0 on validation (the workflow's tuning trials)")
             p.add_argument("--jtt-stage1", action="store_true", help="train the stage-1 ERM run of the jtt run this config describes")
             p.add_argument("--jtt-errors", default=None, metavar="CSV",
                            help="JTT stage 2: up-sample this error set (written by 'mr2 errors') as the jtt run's options say")
@@ -258,7 +261,7 @@ def engine_step(args) -> int:
         elif args.jtt_errors:
             cfg = jtt.stage2_config(cfg, args.jtt_errors)
         try:
-            train(cfg, args.data, args.out, force=args.force)
+            train(cfg, args.data, args.out, force=args.force, on_divergence=args.on_divergence)
         except NonFiniteLossError as exc:  # the run stopped: not bad input, exit code 1
             print(f"error: {one_line(exc)}", file=sys.stderr)
             return 1

@@ -376,3 +376,37 @@ def test_cli_prints_typos_as_one_line_with_exit_code_2(digits, tmp_path):
     res = mr2("evaluate", "--run", str(tmp_path), "--data", str(digits), "--out", str(tmp_path / "e"),
               "--device", "tpu")
     assert_one_line_error(res, "got 'tpu'")
+
+
+def test_a_tuning_trial_that_diverges_is_a_failed_run_scored_zero_on_validation_and_never_tested(digits, tmp_path):
+    """`--on-divergence record` (the workflow's tuning trials): the run ends with exit 0 and its three
+    outputs, its config saying where it diverged; its validation scores are 0 in every class; its test
+    set is refused in one line. A run of the same options without it still stops with exit code 1."""
+    import json
+
+    import pandas as pd
+    import yaml
+
+    out = tmp_path / "trial"
+    sets = ["--set", "data.name=digits", "--set", "model.name=small_cnn", "--set", "model.options.width=8",
+            "--set", "method.name=erm", "--set", "train.lr=300", "--set", "train.warmup_epochs=0",
+            "--set", "train.epochs=2", "--set", "train.batch_size=64", "--threads", "1", "--data", str(digits)]
+    res = mr2("train", *sets, "--out", str(out), "--on-divergence", "record")
+    assert res.returncode == 0, res.stderr
+    assert {p.name for p in out.iterdir()} >= {"model.pt", "config.yaml", "epochs.csv"}
+    assert not (out / CHECKPOINT).exists()
+    assert yaml.safe_load((out / "config.yaml").read_text())["diverged"]["epoch"] == 1
+    res = mr2("evaluate", "--run", str(out), "--data", str(digits), "--out", str(out / "eval_val"), "--split", "val")
+    assert res.returncode == 0, res.stderr
+    table = pd.read_csv(out / "eval_val" / "per_class.csv")
+    from mr2.engine.data import load_prepared
+
+    val = load_prepared(digits).val.y
+    assert table["accuracy"].eq(0).all() and len(table) == 10 and len(val) > 0
+    assert table["n_val"].tolist() == torch.bincount(val, minlength=10).tolist()
+    assert json.loads((out / "eval_val" / "metrics.json").read_text())["top1"] == 0
+    res = mr2("evaluate", "--run", str(out), "--data", str(digits), "--out", str(out / "eval"))
+    assert_one_line_error(res, "diverged in epoch 1", "no test numbers")
+    assert not (out / "eval").exists()
+    res = mr2("train", *sets, "--out", str(tmp_path / "final"))
+    assert_one_line_error(res, "diverged in epoch 1", code=1)

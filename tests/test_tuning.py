@@ -115,6 +115,35 @@ def test_write_tuning_scores_each_trial_on_the_references_validation_groups(tmp_
     assert (tmp_path / "tuning.png").stat().st_size > 1000 and (tmp_path / "budget.csv").is_file()
 
 
+def test_only_tuning_trials_record_a_divergence_every_other_run_stops_on_it():
+    from mr2.pipeline.jobs import divergence_args
+
+    assert divergence_args("trial0") == divergence_args("trial12") == ["--on-divergence", "record"]
+    assert divergence_args("default") == divergence_args("c_bar=0.5") == divergence_args("trial") == []
+
+
+def test_a_diverged_trial_is_marked_counted_as_the_worst_draw_and_never_chosen(tmp_path):
+    """Trial 1 would win, but its training diverged: its validation scores are 0 (as
+    mr2.engine.evaluate writes them), tuning.csv marks it, the choice is trial 2, tuning.md counts it;
+    a method whose every trial diverged is one error naming its search key."""
+    per_class, runs = validation_tables([1.0, 4.0, 2.0])
+    failed = per_class["variant"].eq("trial1") & per_class["method"].eq("mr2")
+    per_class.loc[failed, "accuracy"] = 0.0
+    runs[T.DIVERGED] = np.where(runs["variant"].eq("trial1") & runs["method"].eq("mr2"), 3, np.nan)
+    record = T.write_tuning(per_class, runs, tmp_path, "hard", "erm")
+    assert record["methods"] == {"mr2": {"c_bar": 2.5}}
+    trials = pd.read_csv(tmp_path / "tuning.csv")
+    mr2 = trials[trials["method"] == "mr2"].set_index("trial")
+    assert mr2["diverged"].tolist() == [False, True, False] and mr2.loc[1, "rank"] == 3
+    assert "| 3 (1 diverged) |" in (tmp_path / "tuning.md").read_text()
+    budget = pd.read_csv(tmp_path / "budget.csv")
+    one = budget[budget["method"].eq("mr2") & budget["n"].eq(1)].iloc[0]
+    assert one["expected_max"] == pytest.approx(mr2["hard"].mean())  # the diverged trial's 0 counts as a draw
+    runs[T.DIVERGED] = np.where(runs["method"].eq("mr2"), 3, np.nan)
+    with pytest.raises(ValueError, match=r"d/mr2: every trial diverged.*tune.space.mr2"):
+        T.write_tuning(per_class, runs, tmp_path / "again", "hard", "erm")
+
+
 # ----------------------------------------------------------------------------- equivalence and multiplicity
 def test_paired_p_value_is_scipys_paired_t_test():
     rng = np.random.default_rng(2)

@@ -91,6 +91,27 @@ def set_run_threads(cfg: dict[str, Any], threads: int | None, run_dir: str | Pat
 SPLITS = ("test", "val")  # what ``evaluate`` may measure: the test set, or the validation split (tuning)
 
 
+def failed_evaluation(cfg: dict[str, Any], data, split: str, out: Path) -> dict[str, Any]:
+    """The validation scores of a run that diverged (``mr2.engine.train.record_divergence``: a tuning
+    trial): accuracy 0 in every class (its model predicts nothing), so the trial counts in the search as
+    its worst possible draw and is never chosen; the test set of a diverged run is never evaluated."""
+    k, y = data.info.num_classes, getattr(data, split).y
+    keys = run_keys(cfg)
+    table = pd.DataFrame({"class": np.arange(k), "class_name": data.info.class_names,
+                          f"n_{split}": torch.bincount(y, minlength=k).cpu().numpy(), "accuracy": np.zeros(k)})
+    for key, value in reversed(keys.items()):
+        table.insert(0, key, value)
+    true, predicted = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
+    confusion = pd.DataFrame({**{key: [value] * (k * k) for key, value in keys.items()},
+                              "true": true.ravel(), "predicted": predicted.ravel(), "count": 0})
+    metrics = {**keys, "top1": 0.0, "mean_class_acc": 0.0, "worst_class_acc": 0.0, f"n_{split}": len(y),
+               "num_classes": k, "diverged": cfg["diverged"]["epoch"], "config": cfg}
+    save_csv(table, out / "per_class.csv")
+    save_csv(confusion, out / "confusion.csv")
+    save_json(metrics, out / "metrics.json")
+    return metrics
+
+
 def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, device: str = "auto",
              threads: int | None = None, split: str = "test") -> dict[str, Any]:
     """Evaluate the run in ``run_dir`` on the test set of ``data_path`` (see module docstring), or with
@@ -100,9 +121,14 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
         raise ValueError(f"evaluate: split must be one of {SPLITS}, got {split!r}")
     dev = select_device(device)
     cfg, model, summary, data = load_run(run_dir, data_path, dev)
+    if cfg.get("diverged") and split != "val":  # before any folder is made
+        raise ValueError(f"{Path(run_dir) / 'model.pt'}: the run diverged in epoch {cfg['diverged']['epoch']}; "
+                         "it has no test numbers (a diverged run is recorded only as a tuning trial)")
     set_run_threads(cfg, threads, run_dir)
     out = writable_folder(out_dir, "evaluation folder")  # a file in the way or a read-only folder: before any work
     remove_stray_temporaries(*(out / name for name in OUTPUTS))  # left by a killed earlier evaluation
+    if cfg.get("diverged"):
+        return failed_evaluation(cfg, data, split, out)
     info, k = data.info, data.info.num_classes
     mean, std = torch.tensor(info.mean, device=dev), torch.tensor(info.std, device=dev)
     def transform(x):

@@ -400,9 +400,35 @@ def forget_finished_run(out: Path) -> None:
     (out / "model.pt").unlink(missing_ok=True)
 
 
-def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print, force: bool = False) -> dict[str, Any]:
+ON_DIVERGENCE = ("stop", "record")  # what a diverged run does: fail (exit 1), or record the failure (a tuning trial)
+
+
+def record_divergence(runner: Runner, cfg: dict[str, Any], rows: list[dict[str, Any]], epoch: int, reason: str,
+                      out: Path) -> None:
+    """Write a diverged run's outputs as a finished, failed run: its config with ``diverged: {epoch,
+    reason}``, the epochs it finished (epochs.csv) and a model.pt that holds the same record and the
+    (non-finite) state, so a tuning trial whose options made training diverge is a result of the search
+    (``mr2.engine.evaluate`` scores it 0 on validation and refuses to test it) and not a failed job."""
+    cfg = {**cfg, "diverged": {"epoch": epoch, "reason": reason}}
+    if runner.world.is_main:
+        summary = {name: v.detach().float().cpu() for name, v in runner.loss.class_summary().items()}
+        save_torch({"config": cfg, "state": runner.state(), "epoch": epoch, "info": runner.data.info.to_dict(),
+                    "class_summary": summary, "data_checksum": runner.data.checksum, "diverged": epoch},
+                   out / "model.pt")
+        save_yaml(cfg, out / "config.yaml")
+        save_csv(pd.DataFrame(rows, columns=["epoch", "class", "name", "value"]), out / "epochs.csv")
+        (out / CHECKPOINT).unlink(missing_ok=True)
+
+
+def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print, force: bool = False,
+          on_divergence: str = "stop") -> dict[str, Any]:
     """Train one run (see module docstring) into ``out_dir``; a folder holding a finished run only
-    with ``force`` (``check_run_folder``). Returns the last epoch's run-level numbers."""
+    with ``force`` (``check_run_folder``). Returns the last epoch's run-level numbers. A run that
+    diverges raises ``NonFiniteLossError`` (``on_divergence="stop"``), or with ``"record"`` ends as a
+    finished, failed run (``record_divergence``): what a tuning trial does, so that one diverging draw
+    of the search does not stop the search."""
+    if on_divergence not in ON_DIVERGENCE:
+        raise ValueError(f"on_divergence must be one of {ON_DIVERGENCE}, got {on_divergence!r}")
     # every option of the method and of the model written out: the saved config says what the run used
     cfg = {**cfg, "method": {**cfg["method"], "options": resolve_options(cfg["method"]["name"], cfg["method"]["options"])},
            "model": {**cfg["model"], "options": resolve_model_options(cfg["model"]["name"], cfg["model"]["options"])}}
@@ -434,7 +460,15 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     for epoch in range(start, tc["epochs"]):
         t0 = time.perf_counter()
         numbers = runner.train_epoch(epoch)
-        check_finite(runner, epoch, numbers, last_good)
+        try:
+            check_finite(runner, epoch, numbers, last_good)
+        except NonFiniteLossError as exc:
+            if on_divergence == "stop":
+                raise
+            log(f"[train] {out}: diverged in epoch {epoch + 1}, recorded as a failed run ({exc})")
+            record_divergence(runner, cfg, rows, epoch + 1, str(exc).split(";")[0], out)
+            distributed.finish(runner.world)
+            return numbers
         numbers.update(runner.validate())
         rows += [{"epoch": epoch + 1, "class": None, "name": k, "value": v} for k, v in numbers.items()]
         for name, values in runner.loss.class_summary().items():

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ..common.tuning import trial_index
 from .paths import patterns
 
 
@@ -50,6 +51,12 @@ def upsample_input(config: dict, wildcards: Mapping[str, Any]) -> list[str] | st
         return []
     keys = ("dataset", "variant", "run_hash", "seed")
     return patterns(config["output_root"])["JTT_ERRORS"].format(**{key: wildcards[key] for key in keys})
+
+
+def divergence_args(variant: str) -> list[str]:
+    """``--on-divergence record`` for a tuning trial (variant ``trial<i>``): a trial that diverges ends as
+    a failed run scored 0 on validation, so the search goes on; every other run stops on divergence."""
+    return ["--on-divergence", "record"] if trial_index(variant) is not None else []
 
 
 def jtt_errors_args(method: str, errors: str) -> list[str]:

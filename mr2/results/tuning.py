@@ -49,7 +49,8 @@ def trial_table(per_class: pd.DataFrame, runs: pd.DataFrame, reference: str = "e
     searched options and their values), n_seeds and each of ``SCORES`` in percent, mean over the
     trial's seeds. Easy/medium/hard: thirds of the classes ranked by the reference's (default
     variant's) validation accuracy, mean over its seeds (``difficulty_table``). Runs that are no
-    trial, and any run of the reference (never tuned), give no row. A trial without the searched-options tag is an error naming it."""
+    trial, and any run of the reference (never tuned), give no row. A trial without the searched-options tag is an error naming it.
+    ``diverged``: a seed of the trial diverged (its validation scores are 0, ``mr2.engine.evaluate``)."""
     groups = difficulty_table(per_class, reference, reference_variant)
     scores = per_run_metrics(per_class, runs, groups)
     keys = ["dataset", "method", "variant"]
@@ -68,8 +69,15 @@ def trial_table(per_class: pd.DataFrame, runs: pd.DataFrame, reference: str = "e
         row = {"dataset": dataset, "method": method, "variant": variant, "trial": trial_index(variant),
                "options": json.dumps(options, sort_keys=True), "n_seeds": len(frame)}
         row.update({m: 100 * frame[m].mean() for m in SCORES if m in frame})
+        # a trial whose training diverged (mr2.engine.train.record_divergence): scored 0, its worst draw
+        same = runs[runs["dataset"].eq(dataset) & runs["method"].eq(method) & runs["variant"].eq(variant)]
+        row["diverged"] = bool(same[DIVERGED].notna().any()) if DIVERGED in same else False
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["dataset", "method", "trial"], kind="stable").reset_index(drop=True)
+
+
+#: the runs-table column a diverged run's config holds (the epoch it diverged in)
+DIVERGED = "config.diverged.epoch"
 
 
 def choose(trials: pd.DataFrame, criterion: str = "hard") -> pd.DataFrame:
@@ -79,6 +87,12 @@ def choose(trials: pd.DataFrame, criterion: str = "hard") -> pd.DataFrame:
     if criterion not in CRITERIA:
         raise ValueError(f"config key 'tune.criterion': one of {sorted(CRITERIA)}, got {criterion!r}")
     other = next(c for c in CRITERIA if c != criterion)
+    if "diverged" in trials and len(trials):
+        failed = trials.groupby(["dataset", "method"])["diverged"].all()
+        if failed.any():
+            dataset, method = failed[failed].index[0]
+            raise ValueError(f"tuning {dataset}/{method}: every trial diverged, so none can be chosen; narrow "
+                             f"'tune.space.{method}' or lower train.lr")
     out = trials.copy()
     for name, crit in (("rank", criterion), ("rank_other", other)):
         first, second = CRITERIA[crit]
@@ -170,12 +184,15 @@ def tuning_markdown(trials: pd.DataFrame, criterion: str, reference: pd.DataFram
     for (dataset, method), frame in trials.groupby(["dataset", "method"], sort=False):
         pick, alt = frame[frame["chosen"]].iloc[0], frame[frame["chosen_other"]].iloc[0]
         same = "the same" if pick["trial"] == alt["trial"] else _options_text(alt["options"])
-        lines.append(f"| {dataset} | {method} | {len(frame)} | {_options_text(pick['options'])} | "
+        failed = int(frame["diverged"].sum()) if "diverged" in frame else 0
+        lines.append(f"| {dataset} | {method} | {len(frame)}{f' ({failed} diverged)' if failed else ''} | "
+                     f"{_options_text(pick['options'])} | "
                      f"{pick[first]:.1f} | {pick[second]:.1f} | {same} |")
     ref = "; ".join(f"{r['dataset']}: {first} {r[first]:.1f}, {second} {r[second]:.1f}" for _, r in reference.iterrows())
     return ("\n".join(lines) + f"\n\nValidation accuracy in %, mean over the trial's seeds; {reference_name} "
             f"(not tuned) on the same split: {ref}. Criterion: validation accuracy of the {first} classes "
-            f"(thirds ranked by {reference_name}'s validation accuracy), ties by the {second} classes.\n")
+            f"(thirds ranked by {reference_name}'s validation accuracy), ties by the {second} classes. A trial whose "
+            "training diverged scores 0 (it counts as the worst draw of the search and is never chosen).\n")
 
 
 def _options_text(options: str) -> str:

@@ -23,10 +23,12 @@ rule train:
         repo=REPO,
         launch=lambda wildcards, output: launcher(config, locks_of(output[0], f"{RUN_DIR}/{RUN_FILES[0]}", wildcards)),
         jtt=lambda wildcards, input: jtt_errors_args(wildcards.method, input.upsample),
+        # a tuning trial whose options make training diverge is a failed draw of the search, not a failed job
+        diverge=lambda wildcards: divergence_args(wildcards.variant),
         device=lambda wildcards, output: device_args(
             config, locks_of(output[0], f"{RUN_DIR}/{RUN_FILES[0]}", wildcards)
         ),
         out=lambda wildcards, output: folder_of(output[0]),
     shell:
-        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.launch:q} train --config {input.config:q} {params.jtt:q} {params.device:q}"
+        "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} {params.launch:q} train --config {input.config:q} {params.jtt:q} {params.diverge:q} {params.device:q}"
         " --data {input.data:q} --out {params.out:q} > {log:q} 2>&1"
