@@ -46,8 +46,8 @@ from mr2.pipeline import paths
 from mr2.pipeline import runs as plan
 from mr2.pipeline.config import CONFIG_SCHEMA, SAFE_NAME, checked, known_methods, load_schemas
 from mr2.pipeline.config import sweep_variants, tune_section
-from mr2.pipeline.jobs import (device_args, divergence_args, gpu_resources, jtt_errors_args, launcher, theory_args,
-                              upsample_input)
+from mr2.pipeline.jobs import device_args, divergence_args, gpu_resources, jtt_errors_args, launcher
+from mr2.pipeline.jobs import theory_args, upsample_input
 from mr2.pipeline.paths import DATA_KEY, EVAL_FILES, EVAL_VAL_FILES, HASH, JTT_KEY, RUN_FILES, RUN_KEY, TABLE_NAMES
 from mr2.pipeline.paths import THEORY_FIGURE, folder_of, run_dirs_of
 from mr2.results.figures.registry import config_figures, figure_options
