@@ -91,6 +91,22 @@ def set_run_threads(cfg: dict[str, Any], threads: int | None, run_dir: str | Pat
 SPLITS = ("test", "val")  # what ``evaluate`` may measure: the test set, or the validation split (tuning)
 
 
+def write_evaluation(keys: dict[str, Any], table: pd.DataFrame, counts: np.ndarray, metrics: dict[str, Any],
+                     out: Path) -> dict[str, Any]:
+    """Save an evaluation into ``out``: per_class.csv (``table`` led by the run's ``keys``),
+    confusion.csv (the K×K ``counts``, true class by row, tidy) and metrics.json; returns ``metrics``."""
+    for key, value in reversed(keys.items()):
+        table.insert(0, key, value)
+    k = len(counts)
+    true, predicted = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
+    confusion = pd.DataFrame({**{key: [value] * (k * k) for key, value in keys.items()},
+                              "true": true.ravel(), "predicted": predicted.ravel(), "count": counts.ravel()})
+    save_csv(table, out / "per_class.csv")
+    save_csv(confusion, out / "confusion.csv")
+    save_json(metrics, out / "metrics.json")
+    return metrics
+
+
 def failed_evaluation(cfg: dict[str, Any], data, split: str, out: Path) -> dict[str, Any]:
     """The validation scores of a run that diverged (``mr2.engine.train.record_divergence``: a tuning
     trial): accuracy 0 in every class (its model predicts nothing), so the trial counts in the search as
@@ -99,17 +115,9 @@ def failed_evaluation(cfg: dict[str, Any], data, split: str, out: Path) -> dict[
     keys = run_keys(cfg)
     table = pd.DataFrame({"class": np.arange(k), "class_name": data.info.class_names,
                           f"n_{split}": torch.bincount(y, minlength=k).cpu().numpy(), "accuracy": np.zeros(k)})
-    for key, value in reversed(keys.items()):
-        table.insert(0, key, value)
-    true, predicted = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
-    confusion = pd.DataFrame({**{key: [value] * (k * k) for key, value in keys.items()},
-                              "true": true.ravel(), "predicted": predicted.ravel(), "count": 0})
     metrics = {**keys, "top1": 0.0, "mean_class_acc": 0.0, "worst_class_acc": 0.0, f"n_{split}": len(y),
                "num_classes": k, "diverged": cfg["diverged"]["epoch"], "config": cfg}
-    save_csv(table, out / "per_class.csv")
-    save_csv(confusion, out / "confusion.csv")
-    save_json(metrics, out / "metrics.json")
-    return metrics
+    return write_evaluation(keys, table, np.zeros((k, k), dtype=int), metrics, out)
 
 
 def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, device: str = "auto",
@@ -158,13 +166,7 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
     for name, values in feature_statistics(test_feats, y_test, k, 2.0).items():
         if name != "n":
             table[f"{split}_{name}"] = values.cpu().numpy()
-    for key, value in reversed(keys.items()):
-        table.insert(0, key, value)
-
     conf = torch.bincount(y_test * k + pred, minlength=k * k).reshape(k, k).cpu().numpy()
-    true, predicted = np.meshgrid(np.arange(k), np.arange(k), indexing="ij")
-    confusion = pd.DataFrame({**{key: [value] * (k * k) for key, value in keys.items()},
-                              "true": true.ravel(), "predicted": predicted.ravel(), "count": conf.ravel()})
 
     weight = getattr(model.head, "fc", model.head).weight.detach().float()  # linear or cosine head
     head_map = affine_map(model.head, model.feature_dim, dev)  # [W b] of the logits' map (Proposition 1's f)
@@ -189,7 +191,4 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
         "head_frobenius_norm": head_map.norm().item(),
         "config": cfg,
     }
-    save_csv(table, out / "per_class.csv")
-    save_csv(confusion, out / "confusion.csv")
-    save_json(metrics, out / "metrics.json")
-    return metrics
+    return write_evaluation(keys, table, conf, metrics, out)

@@ -403,21 +403,28 @@ def forget_finished_run(out: Path) -> None:
 ON_DIVERGENCE = ("stop", "record")  # what a diverged run does: fail (exit 1), or record the failure (a tuning trial)
 
 
+def write_run(runner: Runner, cfg: dict[str, Any], rows: list[dict[str, Any]], epoch: int, out: Path,
+              **extra: Any) -> None:
+    """Write a run's three outputs (on the main process of a data-parallel run): model.pt (the config,
+    the model's and the loss's state, the epoch they are of, the data's info and checksum, the loss's
+    final per-class tensors, and ``extra``), config.yaml and epochs.csv; then remove its checkpoint."""
+    if not runner.world.is_main:
+        return
+    summary = {name: v.detach().float().cpu() for name, v in runner.loss.class_summary().items()}
+    save_torch({"config": cfg, "state": runner.state(), "epoch": epoch, "info": runner.data.info.to_dict(),
+                "class_summary": summary, "data_checksum": runner.data.checksum, **extra}, out / "model.pt")
+    save_yaml(cfg, out / "config.yaml")
+    save_csv(pd.DataFrame(rows, columns=["epoch", "class", "name", "value"]), out / "epochs.csv")
+    (out / CHECKPOINT).unlink(missing_ok=True)
+
+
 def record_divergence(runner: Runner, cfg: dict[str, Any], rows: list[dict[str, Any]], epoch: int, reason: str,
                       out: Path) -> None:
     """Write a diverged run's outputs as a finished, failed run: its config with ``diverged: {epoch,
     reason}``, the epochs it finished (epochs.csv) and a model.pt that holds the same record and the
     (non-finite) state, so a tuning trial whose options made training diverge is a result of the search
     (``mr2.engine.evaluate`` scores it 0 on validation and refuses to test it) and not a failed job."""
-    cfg = {**cfg, "diverged": {"epoch": epoch, "reason": reason}}
-    if runner.world.is_main:
-        summary = {name: v.detach().float().cpu() for name, v in runner.loss.class_summary().items()}
-        save_torch({"config": cfg, "state": runner.state(), "epoch": epoch, "info": runner.data.info.to_dict(),
-                    "class_summary": summary, "data_checksum": runner.data.checksum, "diverged": epoch},
-                   out / "model.pt")
-        save_yaml(cfg, out / "config.yaml")
-        save_csv(pd.DataFrame(rows, columns=["epoch", "class", "name", "value"]), out / "epochs.csv")
-        (out / CHECKPOINT).unlink(missing_ok=True)
+    write_run(runner, {**cfg, "diverged": {"epoch": epoch, "reason": reason}}, rows, epoch, out, diverged=epoch)
 
 
 def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=print, force: bool = False,
@@ -493,12 +500,6 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     if tc["select"] == "best_val" and best is not None:
         runner.load_state(best["state"])
         final_epoch = best["epoch"]
-    if runner.world.is_main:  # one writer in a data-parallel run
-        summary = {name: v.detach().float().cpu() for name, v in runner.loss.class_summary().items()}
-        save_torch({"config": cfg, "state": runner.state(), "epoch": final_epoch, "info": runner.data.info.to_dict(),
-                    "class_summary": summary, "data_checksum": runner.data.checksum}, out / "model.pt")
-        save_yaml(cfg, out / "config.yaml")
-        save_csv(pd.DataFrame(rows, columns=["epoch", "class", "name", "value"]), out / "epochs.csv")
-        ckpt_path.unlink(missing_ok=True)
+    write_run(runner, cfg, rows, final_epoch, out)  # one writer in a data-parallel run
     distributed.finish(runner.world)
     return numbers

@@ -58,6 +58,8 @@ def trial_table(per_class: pd.DataFrame, runs: pd.DataFrame, reference: str = "e
     if scores.empty:
         return pd.DataFrame(columns=[*keys, "trial", "options", "n_seeds", *SCORES])
     info = runs.drop_duplicates(keys).set_index(keys)
+    failed = runs[runs[DIVERGED].notna()] if DIVERGED in runs else runs.iloc[:0]  # a seed that diverged
+    diverged = set(failed[keys].itertuples(index=False, name=None))
     rows = []
     for (dataset, method, variant), frame in scores.groupby(keys, sort=False):
         run = info.loc[(dataset, method, variant)]
@@ -70,8 +72,7 @@ def trial_table(per_class: pd.DataFrame, runs: pd.DataFrame, reference: str = "e
                "options": json.dumps(options, sort_keys=True), "n_seeds": len(frame)}
         row.update({m: 100 * frame[m].mean() for m in SCORES if m in frame})
         # a trial whose training diverged (mr2.engine.train.record_divergence): scored 0, its worst draw
-        same = runs[runs["dataset"].eq(dataset) & runs["method"].eq(method) & runs["variant"].eq(variant)]
-        row["diverged"] = bool(same[DIVERGED].notna().any()) if DIVERGED in same else False
+        row["diverged"] = (dataset, method, variant) in diverged
         rows.append(row)
     return pd.DataFrame(rows).sort_values(["dataset", "method", "trial"], kind="stable").reset_index(drop=True)
 
