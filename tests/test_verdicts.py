@@ -368,8 +368,8 @@ def test_snapshot_verdicts_read_every_snapshot_folder_in_order(tmp_path):
     assert list(table["snapshot"]) == ["a", "b"] and list(table.index) == [0, 1]
     assert list(table.columns) == ["dataset", "data", "model", "regime",
                                    *[c for part in V.PARTS for c in (part, f"{part}_detail")],
-                                   "seeds", "hard_excluded_above", "runs_key", "tuned", "reason", "eligible", "snapshot",
-                                   "config"]
+                                   "above_baselines_every", "seeds", "hard_excluded_above", "runs_key", "tuned", "reason",
+                                   "eligible", "snapshot", "config"]
     # 3 seeds and no convergence check: no verdict word, and the reason says both
     n = pc["seed"].nunique()
     assert not table["eligible"].any() and table.loc[0, "seeds"] == n
@@ -725,6 +725,27 @@ def test_verdict_markdown_moves_settings_without_a_verdict_to_the_sensitivity_ta
     # no eligible setting: the first table says so
     table["eligible"] = False
     assert "no setting yet has ≥ 10 seeds" in V.verdict_markdown(table).splitlines()[2]
+
+
+def test_a_setting_without_a_verdict_shows_every_baselines_deltas_and_no_word():
+    """The sensitivity table's baselines cell: each baseline's Δs (not only those deciding the word) and
+    no count of words; the same setting with 10 seeds earns a word and names the deciding baseline."""
+    rows = [comparison("mr2", "erm", m, "higher", 1.0) for m in ("hard", "easy", "all")]
+    rows += [comparison("mr2", "dro", "hard", "lower", -2.0), comparison("mr2", "dro", "easy", "higher", 1.5),
+             comparison("mr2", "ldam", "hard", "equivalent", 0.25), comparison("mr2", "ldam", "easy", "equivalent", 0.5),
+             comparison("mr2", "focal", "hard", "higher", 3.0), comparison("mr2", "focal", "easy", "higher", 0.75)]
+    frame = pd.DataFrame(rows, columns=R.COMPARISON_COLUMNS)
+    methods = pd.DataFrame({"dataset": "d", "method": ["erm", "mr2", "dro", "ldam", "focal"], "variant": "default"})
+    settings = pd.DataFrame({"dataset": ["d"], "data": ["d"], "model": ["m"], "regime": ["r"], "converged": [True]})
+    few = V.verdict_table(frame, methods, settings)  # 3 paired seeds: no word
+    line = next(x for x in V.verdict_markdown(few).splitlines() if x.startswith("| d, m, r | 3 |"))
+    cell = line.rstrip(" |").split(" | ")[-1]
+    for b, hard, easy in (("dro", "-2.0", "+1.5"), ("focal", "+3.0", "+0.8"), ("ldam", "+0.2", "+0.5")):
+        assert f"vs {b}: hard {hard} [" in cell and f"easy {easy} [" in cell
+    assert not any(w in line for w in ("contradicted", "supported", "equivalent", "underpowered", "by baseline"))
+    enough = V.verdict_table(frame.assign(n_paired=10), methods, settings)
+    line = next(x for x in V.verdict_markdown(enough).splitlines() if x.startswith("| d, m, r | 10 |"))
+    assert "**contradicted** vs dro: hard -2.0 [" in line and "vs ldam" not in line and "of 3: 1 contradicted" in line
 
 
 def test_verdict_markdown_names_the_snapshot_and_its_config_when_they_differ():

@@ -29,6 +29,7 @@ on, comparisons.csv and settings.csv; an older snapshot's comparisons to the ref
 from its results.csv (the paired sd from the interval: sd = (hi − lo)/2 · √n / t_{0.975, n−1}).
 
   verdict_cells     the five parts of one setting: word and the Δ [interval] behind it
+  every_baseline    every baseline's Δs without words (what a setting without a verdict shows)
   verdict_table     a row per setting of a comparisons table (and its settings)
   snapshot_verdicts a row per setting of every snapshot under a folder
   verdict_markdown  the table as Markdown (the README's and the report's opening table)
@@ -137,12 +138,36 @@ def _delta(row: pd.Series) -> str:
     return f"{row['diff']:+.1f} [{row['diff_lo']:+.1f}, {row['diff_hi']:+.1f}]"
 
 
+def _pairs(comparisons: pd.DataFrame) -> dict[tuple[str, str, str], pd.Series]:
+    """The comparisons of default variants, by (method, against, metric)."""
+    c = comparisons[comparisons["variant"].eq(DEFAULT_VARIANT) & comparisons["against_variant"].eq(DEFAULT_VARIANT)]
+    return {(r.method, r.against, r.metric): r for _, r in c.iterrows()}
+
+
+def _baselines(methods: set[str], reference: str) -> list[str]:
+    return [b for b in sorted(methods) if b != reference and b not in MR2_FAMILY]
+
+
+def _baseline_delta(at: dict, baseline: str) -> str:
+    return f"vs {baseline}: hard {_delta(at[(MR2, baseline, 'hard')])}, easy {_delta(at[(MR2, baseline, 'easy')])}"
+
+
+def every_baseline(comparisons: pd.DataFrame, methods: set[str], reference: str = "erm") -> str:
+    """Every baseline's paired Δs (MR² − baseline on the hard and the easy classes) and the Holm family,
+    without words: what a setting without a verdict shows for "MR² above the baselines" (its word's
+    cell, ``verdict_cells``, names only the deciding baselines and counts the words). "" when the part
+    was not run or not computed."""
+    at, baselines = _pairs(comparisons), _baselines(methods, reference)
+    if MR2 not in methods or not baselines or any((MR2, b, m) not in at for b in baselines for m in ("hard", "easy")):
+        return ""
+    return "; ".join(_baseline_delta(at, b) for b in baselines) + _holm([at[(MR2, b, "hard")] for b in baselines])
+
+
 def verdict_cells(comparisons: pd.DataFrame, methods: set[str], reference: str = "erm") -> dict[str, tuple[str, str]]:
     """The five parts (``PARTS``) of one setting: part -> (word, the Δ [interval] behind it), from
     its ``comparisons`` (one dataset) and the default-variant ``methods`` it ran. A part whose
     comparisons are missing (an older snapshot holds only those to the reference) is "not computed"."""
-    c = comparisons[comparisons["variant"].eq(DEFAULT_VARIANT) & comparisons["against_variant"].eq(DEFAULT_VARIANT)]
-    at = {(r.method, r.against, r.metric): r for _, r in c.iterrows()}
+    at = _pairs(comparisons)
     overall = "top1" if (MR2, reference, "top1") in at else "all"
     cells: dict[str, tuple[str, str]] = {}
 
@@ -169,7 +194,7 @@ def verdict_cells(comparisons: pd.DataFrame, methods: set[str], reference: str =
         cells["ablations_below"] = (part_word([reading(r, "down") for r in rows]),
                                     "; ".join(f"{r['method']} {_delta(r)}" for r in rows) + _holm(rows))
 
-    baselines = [b for b in sorted(methods) if b != reference and b not in MR2_FAMILY]
+    baselines = _baselines(methods, reference)
     if MR2 not in methods or not baselines:
         cells["above_baselines"] = (NOT_RUN, "")
     elif any((MR2, b, m) not in at for b in baselines for m in ("hard", "easy")):
@@ -178,8 +203,7 @@ def verdict_cells(comparisons: pd.DataFrame, methods: set[str], reference: str =
         per_baseline = {}
         for b in baselines:
             hard, easy = at[(MR2, b, "hard")], at[(MR2, b, "easy")]
-            per_baseline[b] = (part_word([reading(hard, "up"), reading(easy, "not down")]),
-                               f"vs {b}: hard {_delta(hard)}, easy {_delta(easy)}")
+            per_baseline[b] = (part_word([reading(hard, "up"), reading(easy, "not down")]), _baseline_delta(at, b))
         word, detail = baselines_cell(per_baseline)
         cells["above_baselines"] = (word, detail + _holm([at[(MR2, b, "hard")] for b in baselines]))
     return cells
@@ -222,6 +246,7 @@ def verdict_table(comparisons: pd.DataFrame, methods: pd.DataFrame, settings: pd
         row = {"dataset": dataset, **{k: setting.get(k, "") for k in ("data", "model", "regime")}}
         for part, (word, detail) in cells.items():
             row[part], row[f"{part}_detail"] = word, detail
+        row["above_baselines_every"] = every_baseline(here, ran, reference)
         behind = here[here["variant"].eq(DEFAULT_VARIANT) & here["against_variant"].eq(DEFAULT_VARIANT)
                       & (here["method"].eq(MR2) | here["against"].eq(MR2))]
         row["seeds"] = int(behind["n_paired"].min()) if len(behind) else 0
@@ -268,7 +293,9 @@ def one_row_per_run_set(table: pd.DataFrame) -> pd.DataFrame:
             for part in PARTS:
                 ran = same[~same[part].isin([NOT_RUN, NOT_COMPUTED])]
                 if len(ran):
-                    row[part], row[f"{part}_detail"] = ran[part].iloc[0], ran[f"{part}_detail"].iloc[0]
+                    for column in (part, f"{part}_detail", f"{part}_every"):
+                        if column in ran:
+                            row[column] = ran[column].iloc[0]
             eligible = same[same["eligible"].astype(bool)]
             if len(eligible):
                 row["eligible"], row["reason"], row["tuned"] = True, "", eligible["tuned"].iloc[0]
@@ -283,7 +310,7 @@ def no_verdict_reason(seeds: int, converged, convergence) -> str:
     reasons = []
     if seeds < MIN_SEEDS:
         reasons.append(f"{seeds} paired seeds (a verdict needs {MIN_SEEDS})")
-    if converged is not True and not (isinstance(converged, str) and converged == "True"):
+    if str(converged) != "True":  # True, numpy's True or the CSV's "True"; not 1, not "yes"
         text = str(convergence) if convergence is not None and str(convergence) not in ("", "nan") else "convergence not checked"
         reasons.append(text)
     return "; ".join(reasons)
@@ -419,8 +446,9 @@ def verdict_markdown(table: pd.DataFrame, effect: float = EFFECT_OF_INTEREST) ->
     extra += ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
     for _, r in rest.iterrows():
         cells = ([_source(r)] if snap else []) + [_setting(r), str(r.get("seeds", "")), str(r.get("reason", ""))]
-        for part in PARTS:
-            detail = str(r[f"{part}_detail"]) if str(r[f"{part}_detail"]) not in ("", "nan") else ""
+        for part in PARTS:  # every comparison's Δ, no word (the baselines' cell: each baseline, not the deciding ones)
+            shown = [str(r.get(c, "")) for c in (f"{part}_every", f"{part}_detail")]
+            detail = next((d for d in shown if d not in ("", "nan")), "")
             cells.append(detail if r[part] not in (NOT_RUN, NOT_COMPUTED) else r[part])
         extra.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n" + note + "\n".join(extra) + "\n"
