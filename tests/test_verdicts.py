@@ -409,6 +409,9 @@ def test_a_run_set_held_by_several_snapshots_is_one_row_of_the_verdict(tmp_path)
     # earning words: a setting is eligible when any snapshot of its runs shows it so
     eligible = table.assign(eligible=[False, True, False], reason=["3 paired seeds", "", "3 paired seeds"])
     assert V.one_row_per_run_set(eligible)["eligible"].tolist() == [True, False]
+    # the tuned methods of every snapshot of the run set that earns words, each once
+    both = table.assign(eligible=[True, True, False], tuned=["mr2, ldam", "mr2, mr2_uniform", "mr2"])
+    assert V.one_row_per_run_set(both)["tuned"].tolist() == ["mr2, ldam, mr2_uniform", "mr2"]
     assert V.headline(eligible).count("\n- ") == 0 and V.headline(eligible).startswith("- ")
 
 

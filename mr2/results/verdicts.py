@@ -278,7 +278,8 @@ def one_row_per_run_set(table: pd.DataFrame) -> pd.DataFrame:
     ``runs_key`` in the same data, model and regime, e.g. the default's runs reused by a sweep and a
     baseline config) become one row naming every snapshot and config, each part's cell taken from the
     first of them (in snapshot order) that ran it; the row earns words when any of them does (its
-    settings there show every method at convergence). Rows without a key stay as they are."""
+    settings there show every method at convergence), and its tuned methods are those any of those
+    snapshots tuned. Rows without a key stay as they are."""
     if table.empty or "runs_key" not in table or "snapshot" not in table:
         return table
     keys = [table[k].astype(str) for k in ("data", "model", "regime", "seeds", "runs_key")]
@@ -298,7 +299,10 @@ def one_row_per_run_set(table: pd.DataFrame) -> pd.DataFrame:
                             row[column] = ran[column].iloc[0]
             eligible = same[same["eligible"].astype(bool)]
             if len(eligible):
-                row["eligible"], row["reason"], row["tuned"] = True, "", eligible["tuned"].iloc[0]
+                tuned = [m.strip() for t in eligible["tuned"].astype(str) for m in t.split(",")]
+                tuned = [m for m in dict.fromkeys(tuned) if m and m not in ("not recorded", "none")]
+                row["eligible"], row["reason"] = True, ""
+                row["tuned"] = ", ".join(tuned) if tuned else eligible["tuned"].iloc[0]
         rows.append(row)
     return pd.DataFrame(rows).reset_index(drop=True)
 
