@@ -384,3 +384,26 @@ def test_the_readme_words_on_the_tuned_run_are_its_snapshots():
     hard = power[power["method"].eq("mr2") & power["against"].eq("erm") & power["metric"].eq("hard")].iloc[0]
     sign = lambda x: f"{x:+.1f}".replace("-", "−")
     assert f"hard-class gain was {sign(hard['diff'])} [{sign(hard['diff_lo'])}, {sign(hard['diff_hi'])}] (16 seeds)" in text
+
+
+def test_the_readme_words_on_the_mnist1d_twin_are_its_snapshot():
+    """The README's sentence on the tuned MNIST-1D run (the chosen c̄ and λ, the seeds, the hard-class Δ
+    [95 % interval] and the largest hard-class gain not excluded) recomputed from the snapshot's files:
+    chosen.yaml, and the hard third's accuracy per run from per_class.csv and groups.csv."""
+    import numpy as np
+    import yaml
+    from scipy import stats
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    snap = ROOT / "docs" / "results" / "tuned-mnist1d"
+    chosen = yaml.safe_load((snap / "tune" / "mnist1d" / "chosen.yaml").read_text())["methods"]["mr2"]
+    pc = pd.read_csv(snap / "per_class.csv").merge(pd.read_csv(snap / "groups.csv"), on=["dataset", "class"])
+    hard = pc[pc["dataset"].eq("mnist1d") & pc["variant"].eq("default") & pc["group"].eq("hard")]
+    by_seed = hard.groupby(["method", "seed"])["accuracy"].mean().unstack("method") * 100
+    d = (by_seed["mr2"] - by_seed["erm"]).dropna().to_numpy()
+    se = d.std(ddof=1) / np.sqrt(len(d))
+    lo, hi = d.mean() - stats.t.ppf(0.975, len(d) - 1) * se, d.mean() + stats.t.ppf(0.975, len(d) - 1) * se
+    sign = lambda x: f"{x:+.1f}".replace("-", "−")
+    assert f"(c̄ = {chosen['c_bar']:g}, λ = {chosen['lam']:g}; {len(d)} seeds)" in text
+    assert f"hard classes {sign(d.mean())} [{sign(lo)}, {sign(hi)}]" in text
+    assert f"a gain above {d.mean() + stats.t.ppf(0.95, len(d) - 1) * se:.1f} points is excluded" in text
