@@ -350,23 +350,19 @@ def test_a_new_snapshot_without_its_excerpt_and_figure_removes_the_old_ones(tmp_
     assert (folder / "results.md").is_file() and len(said) == 2 and "excerpt:x" in said[0] and "figure:x.x" in said[1]
 
 
-def test_the_readme_words_on_the_tuned_run_are_its_snapshots():
-    """The numbers the README's sentences quote about the tuned run (the chosen c̄ and λ, ρ(ERM error, γ_k),
-    the release options' hard-class gain) are recomputed from the snapshots' files: chosen.yaml, the
-    per-seed per-class table (Spearman's ρ per seed across classes, mean and 95 % t-interval), the 16-seed
-    power run's comparisons."""
+def fmt(x: float) -> str:
+    """A ρ as the pages write it: two decimals, signed, with a minus sign (−)."""
+    return f"{x:+.2f}".replace("-", "−")
+
+
+def premise_rho(snap: Path, dataset: str):
+    """ρ(a method's per-class column, ERM's per-class test error) per seed across classes, from a
+    snapshot's per_class.csv: a function of (method, column) giving the mean and its 95 % t-interval."""
     import numpy as np
-    import yaml
     from scipy import stats
 
-    text = " ".join((ROOT / "README.md").read_text().split())
-    page = " ".join(PAGE.read_text().split())
-    snap = ROOT / "docs" / "results" / "tuned-fashion-mnist"
-    chosen = yaml.safe_load((snap / "tune" / "fashion_mnist" / "chosen.yaml").read_text())["methods"]["mr2"]
-    assert f"c̄ = {chosen['c_bar']:g} and λ = {chosen['lam']:g}" in text
-    assert f"**c̄ = {chosen['c_bar']:g}, λ = {chosen['lam']:g}**" in page
     pc = pd.read_csv(snap / "per_class.csv")
-    pc = pc[pc["dataset"].eq("fashion_mnist") & pc["variant"].eq("default")]
+    pc = pc[pc["dataset"].eq(dataset) & pc["variant"].eq("default")]
     error = 1 - pc[pc["method"].eq("erm")].groupby("class")["accuracy"].mean()
 
     def rho(method, column):
@@ -374,8 +370,33 @@ def test_the_readme_words_on_the_tuned_run_are_its_snapshots():
                       for _, g in pc[pc["method"].eq(method)].groupby("seed")])
         half = stats.t.ppf(0.975, len(r) - 1) * r.std(ddof=1) / np.sqrt(len(r))
         return r.mean(), r.mean() - half, r.mean() + half
+    return rho
 
-    fmt = lambda x: f"{x:+.2f}".replace("-", "−").replace("+", "")
+
+def test_the_premise_on_mnist1d_quoted_from_its_snapshot():
+    """The premise's ρ on MNIST-1D that docs/results.md quotes, recomputed from the tuned twin's per-class table."""
+    page = " ".join(PAGE.read_text().split())
+    rho = premise_rho(ROOT / "docs" / "results" / "tuned-mnist1d", "mnist1d")
+    a, gamma, own = rho("erm", "a"), rho("mr2", "gamma"), rho("mr2", "a")
+    assert f"ρ(ERM error, a_k) = {fmt(a[0])} [{fmt(a[1])}, {fmt(a[2])}]; ‖μ̂_k‖² is three quarters" in page
+    assert f"ρ(ERM error, γ_k) = {fmt(gamma[0])} [{fmt(gamma[1])}, {fmt(gamma[2])}]: the margins" in page
+    assert f"whose a_k rises with ERM's error, ρ = {fmt(own[0])} mean over seeds" in page
+
+
+def test_the_readme_words_on_the_tuned_run_are_its_snapshots():
+    """The numbers the README's sentences quote about the tuned run (the chosen c̄ and λ, ρ(ERM error, γ_k),
+    the release options' hard-class gain) are recomputed from the snapshots' files: chosen.yaml, the
+    per-seed per-class table (Spearman's ρ per seed across classes, mean and 95 % t-interval), the 16-seed
+    power run's comparisons."""
+    import yaml
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    page = " ".join(PAGE.read_text().split())
+    snap = ROOT / "docs" / "results" / "tuned-fashion-mnist"
+    chosen = yaml.safe_load((snap / "tune" / "fashion_mnist" / "chosen.yaml").read_text())["methods"]["mr2"]
+    assert f"c̄ = {chosen['c_bar']:g} and λ = {chosen['lam']:g}" in text
+    assert f"**c̄ = {chosen['c_bar']:g}, λ = {chosen['lam']:g}**" in page
+    rho = premise_rho(snap, "fashion_mnist")
     gamma, a = rho("mr2", "gamma"), rho("erm", "a")
     assert f"ρ(ERM error, γ_k) = {fmt(gamma[0])})" in text
     assert f"ρ(ERM error, γ_k) = {fmt(gamma[0])} [{fmt(gamma[1])}, {fmt(gamma[2])}]" in page
