@@ -404,6 +404,7 @@ def test_a_run_set_held_by_several_snapshots_is_one_row_of_the_verdict(tmp_path)
     row = merged.iloc[0]
     assert row["ablations_below_detail"] == table.loc[0, "ablations_below_detail"] != ""
     assert row["above_baselines_detail"] == table.loc[1, "above_baselines_detail"] != ""
+    assert row["above_baselines_every"] == table.loc[1, "above_baselines_every"] != ""  # its wordless Δs too
     md = V.verdict_markdown(table)
     assert md.count("| a, b | ") == 1 and md.count("| c | ") == 1 and "| a | " not in md and "| b | " not in md
     # earning words: a setting is eligible when any snapshot of its runs shows it so
