@@ -355,6 +355,11 @@ def fmt(x: float) -> str:
     return f"{x:+.2f}".replace("-", "−")
 
 
+def sign(x: float) -> str:
+    """A Δ in points as the pages write it: one decimal, signed, with a minus sign (−)."""
+    return f"{x:+.1f}".replace("-", "−")
+
+
 def premise_rho(snap: Path, dataset: str):
     """ρ(a method's per-class column, ERM's per-class test error) per seed across classes, from a
     snapshot's per_class.csv: a function of (method, column) giving the mean and its 95 % t-interval."""
@@ -403,7 +408,6 @@ def test_the_readme_words_on_the_tuned_run_are_its_snapshots():
     assert f"ρ(ERM error, a_k) = {fmt(a[0])} [{fmt(a[1])}, {fmt(a[2])}]" in page
     power = pd.read_csv(ROOT / "docs" / "results" / "power" / "comparisons.csv")
     hard = power[power["method"].eq("mr2") & power["against"].eq("erm") & power["metric"].eq("hard")].iloc[0]
-    sign = lambda x: f"{x:+.1f}".replace("-", "−")
     assert f"hard-class gain was {sign(hard['diff'])} [{sign(hard['diff_lo'])}, {sign(hard['diff_hi'])}] (16 seeds)" in text
 
 
@@ -424,7 +428,6 @@ def test_the_readme_words_on_the_mnist1d_twin_are_its_snapshot():
     d = (by_seed["mr2"] - by_seed["erm"]).dropna().to_numpy()
     se = d.std(ddof=1) / np.sqrt(len(d))
     lo, hi = d.mean() - stats.t.ppf(0.975, len(d) - 1) * se, d.mean() + stats.t.ppf(0.975, len(d) - 1) * se
-    sign = lambda x: f"{x:+.1f}".replace("-", "−")
     assert f"(c̄ = {chosen['c_bar']:g}, λ = {chosen['lam']:g}; {len(d)} seeds)" in text
     assert f"hard classes {sign(d.mean())} [{sign(lo)}, {sign(hi)}]" in text
     assert f"a gain above {d.mean() + stats.t.ppf(0.95, len(d) - 1) * se:.1f} points is excluded" in text

@@ -56,6 +56,7 @@ from .tables import ABLATIONS, COMPARISON_COLUMNS, METRICS, MR2, MR2_FAMILY, wit
 SUPPORTED, NOT_SHOWN, CONTRADICTED, UNDERPOWERED = "supported", "not shown", "contradicted", "underpowered"
 EXCLUDED = "equivalent"  # the part's effect is ruled out: no effect as large as the effect of interest
 NOT_RUN, NOT_COMPUTED = "not run", "not computed"
+UNTUNED, TUNING_UNKNOWN = "none", "not recorded"  # a setting's tuned methods: none, or a snapshot that predates the tag
 PRECEDENCE = (CONTRADICTED, EXCLUDED, NOT_SHOWN, UNDERPOWERED, SUPPORTED)
 #: how a comparison's word reads for a part claimed "up", "down" or "not down"
 READINGS = {
@@ -104,7 +105,7 @@ def settings_table(runs: pd.DataFrame | None, convergence: pd.DataFrame | None =
         seeds, default = pd.Series(dtype=int), default.assign(method=default.get("method", ""))
     out["seeds"] = out["dataset"].map(seeds).fillna(0).astype(int)
     tuned = default[default[TUNED].fillna(False).astype(bool)] if TUNED in default else default.iloc[:0]
-    out["tuned"] = [", ".join(dict.fromkeys(tuned.loc[tuned["dataset"].eq(d), "method"])) or "none"
+    out["tuned"] = [", ".join(dict.fromkeys(tuned.loc[tuned["dataset"].eq(d), "method"])) or UNTUNED
                     for d in out["dataset"]]
     out["check_of"] = first[CHECK].fillna("").to_numpy() if CHECK in first else ""
     table = convergence if convergence is not None else pd.DataFrame(columns=["dataset"])
@@ -155,11 +156,9 @@ def _baseline_delta(at: dict, baseline: str) -> str:
 def every_baseline(comparisons: pd.DataFrame, methods: set[str], reference: str = "erm") -> str:
     """Every baseline's paired Δs (MR² − baseline on the hard and the easy classes) and the Holm family,
     without words: what a setting without a verdict shows for "MR² above the baselines" (its word's
-    cell, ``verdict_cells``, names only the deciding baselines and counts the words). "" when the part
-    was not run or not computed."""
+    cell, ``verdict_cells``, names only the deciding baselines and counts the words). Only for a
+    setting whose part was run and computed (``verdict_cells`` says which)."""
     at, baselines = _pairs(comparisons), _baselines(methods, reference)
-    if MR2 not in methods or not baselines or any((MR2, b, m) not in at for b in baselines for m in ("hard", "easy")):
-        return ""
     return "; ".join(_baseline_delta(at, b) for b in baselines) + _holm([at[(MR2, b, "hard")] for b in baselines])
 
 
@@ -246,14 +245,15 @@ def verdict_table(comparisons: pd.DataFrame, methods: pd.DataFrame, settings: pd
         row = {"dataset": dataset, **{k: setting.get(k, "") for k in ("data", "model", "regime")}}
         for part, (word, detail) in cells.items():
             row[part], row[f"{part}_detail"] = word, detail
-        row["above_baselines_every"] = every_baseline(here, ran, reference)
+        row["above_baselines_every"] = ("" if row["above_baselines"] in (NOT_RUN, NOT_COMPUTED)
+                                        else every_baseline(here, ran, reference))
         behind = here[here["variant"].eq(DEFAULT_VARIANT) & here["against_variant"].eq(DEFAULT_VARIANT)
                       & (here["method"].eq(MR2) | here["against"].eq(MR2))]
         row["seeds"] = int(behind["n_paired"].min()) if len(behind) else 0
         hard = behind[behind["method"].eq(MR2) & behind["against"].eq(reference) & behind["metric"].eq("hard")]
         row["hard_excluded_above"] = float(hard["eq_hi"].iloc[0]) if len(hard) and "eq_hi" in hard else math.nan
         row["runs_key"] = runs_key(behind[behind["method"].eq(MR2) & behind["against"].eq(reference)])
-        row["tuned"] = str(setting.get("tuned", "") or "not recorded")
+        row["tuned"] = str(setting.get("tuned", "") or TUNING_UNKNOWN)
         row["reason"] = no_verdict_reason(row["seeds"], setting.get("converged"), setting.get("convergence"))
         row["eligible"] = row["reason"] == ""
         rows.append(row)
@@ -300,7 +300,7 @@ def one_row_per_run_set(table: pd.DataFrame) -> pd.DataFrame:
             eligible = same[same["eligible"].astype(bool)]
             if len(eligible):
                 tuned = [m.strip() for t in eligible["tuned"].astype(str) for m in t.split(",")]
-                tuned = [m for m in dict.fromkeys(tuned) if m and m not in ("not recorded", "none")]
+                tuned = [m for m in dict.fromkeys(tuned) if m and m not in (UNTUNED, TUNING_UNKNOWN)]
                 row["eligible"], row["reason"] = True, ""
                 row["tuned"] = ", ".join(tuned) if tuned else eligible["tuned"].iloc[0]
         rows.append(row)
