@@ -414,6 +414,17 @@ def test_a_run_set_held_by_several_snapshots_is_one_row_of_the_verdict(tmp_path)
     both = table.assign(eligible=[True, True, False], tuned=["mr2, ldam", "mr2, mr2_uniform", "mr2"])
     assert V.one_row_per_run_set(both)["tuned"].tolist() == ["mr2, ldam, mr2_uniform", "mr2"]
     assert V.headline(eligible).count("\n- ") == 0 and V.headline(eligible).startswith("- ")
+    # a part only an under-trained snapshot ran earns no word in the row that earns words through another
+    why = "not at convergence: ldam (all +3.0, hard -0.4)"
+    only_a = table.assign(eligible=[True, False, False], reason=["", why, "3 paired seeds"])
+    row = V.one_row_per_run_set(only_a).iloc[0]
+    assert row["eligible"] and row["above_baselines"] == V.NO_WORD
+    assert row["above_baselines_detail"] == f"{table.loc[1, 'above_baselines_every']} (b: {why})"
+    assert row["ablations_below"] == table.loc[0, "ablations_below"]  # a's own parts keep their words
+    worded = f"**{table.loc[1, 'above_baselines']}** {table.loc[1, 'above_baselines_detail']}"
+    assert table.loc[1, "above_baselines"] not in (V.NO_WORD, V.NOT_RUN) and worded in V.verdict_markdown(eligible)
+    for shown in (V.verdict_markdown(only_a), V.headline(only_a).replace("** (", "** ")):
+        assert f"**{V.NO_WORD}**" in shown and why in shown and worded not in shown
 
 
 def test_snapshot_verdicts_take_the_reference_from_the_first_row_of_the_results(tmp_path):

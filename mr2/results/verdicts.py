@@ -22,7 +22,9 @@ difference" whose minimum detectable effect at 80 % power exceeds the effect of 
 A part made of several comparisons takes the first that applies of: contradicted if any is; not
 shown if any is; underpowered if any is; supported (all are). A part whose methods a setting did not
 run reads "not run"; one whose methods ran but whose snapshot predates the pairwise comparisons
-(no ``comparisons.csv``) reads "not computed".
+(no ``comparisons.csv``) reads "not computed". Where several snapshots hold one run set, a part run
+only by a snapshot whose setting earns no word (e.g. a baseline not at its convergence there) reads
+"no word" in the row that earns words through another snapshot, with its Δs and the reason.
 
 Snapshots (``docs/results/<name>/``, kept by ``mr2 readme``) hold results.csv and, from this version
 on, comparisons.csv and settings.csv; an older snapshot's comparisons to the reference are read back
@@ -56,6 +58,7 @@ from .tables import ABLATIONS, COMPARISON_COLUMNS, METRICS, MR2, MR2_FAMILY, wit
 SUPPORTED, NOT_SHOWN, CONTRADICTED, UNDERPOWERED = "supported", "not shown", "contradicted", "underpowered"
 EXCLUDED = "equivalent"  # the part's effect is ruled out: no effect as large as the effect of interest
 NOT_RUN, NOT_COMPUTED = "not run", "not computed"
+NO_WORD = "no word"  # a part of a row that earns words, run only where its setting earns none (e.g. a method under-trained)
 UNTUNED, TUNING_UNKNOWN = "none", "not recorded"  # a setting's tuned methods: none, or a snapshot that predates the tag
 PRECEDENCE = (CONTRADICTED, EXCLUDED, NOT_SHOWN, UNDERPOWERED, SUPPORTED)
 #: how a comparison's word reads for a part claimed "up", "down" or "not down"
@@ -277,9 +280,11 @@ def one_row_per_run_set(table: pd.DataFrame) -> pd.DataFrame:
     """The verdict table with each run set in one row: snapshots holding the same runs (the same
     ``runs_key`` in the same data, model and regime, e.g. the default's runs reused by a sweep and a
     baseline config) become one row naming every snapshot and config, each part's cell taken from the
-    first of them (in snapshot order) that ran it; the row earns words when any of them does (its
-    settings there show every method at convergence), and its tuned methods are those any of those
-    snapshots tuned. Rows without a key stay as they are."""
+    first of them (in snapshot order) that ran it, those earning words first; the row earns words when
+    any of them does (its settings there show every method at convergence, with ≥ ``MIN_SEEDS`` seeds),
+    and its tuned methods are those any of those snapshots tuned. A part only snapshots earning no word
+    ran (a baseline under-trained there) reads ``NO_WORD`` in a row that earns words: its Δs and why
+    (``without_word``), never a word. Rows without a key stay as they are."""
     if table.empty or "runs_key" not in table or "snapshot" not in table:
         return table
     keys = [table[k].astype(str) for k in ("data", "model", "regime", "seeds", "runs_key")]
@@ -291,13 +296,17 @@ def one_row_per_run_set(table: pd.DataFrame) -> pd.DataFrame:
         if len(same) > 1:
             row["snapshot"] = ", ".join(same["snapshot"].astype(str))
             row["config"] = ", ".join(dict.fromkeys(same["config"].astype(str)))
+            earns = same["eligible"].astype(bool)
             for part in PARTS:
                 ran = same[~same[part].isin([NOT_RUN, NOT_COMPUTED])]
+                ran = pd.concat([ran[earns[ran.index]], ran[~earns[ran.index]]])  # a snapshot that earns words first
                 if len(ran):
                     for column in (part, f"{part}_detail", f"{part}_every"):
                         if column in ran:
                             row[column] = ran[column].iloc[0]
-            eligible = same[same["eligible"].astype(bool)]
+                    if earns.any() and not earns[ran.index[0]]:
+                        row[part], row[f"{part}_detail"] = NO_WORD, without_word(ran.iloc[0], part)
+            eligible = same[earns]
             if len(eligible):
                 tuned = [m.strip() for t in eligible["tuned"].astype(str) for m in t.split(",")]
                 tuned = [m for m in dict.fromkeys(tuned) if m and m not in (UNTUNED, TUNING_UNKNOWN)]
@@ -305,6 +314,21 @@ def one_row_per_run_set(table: pd.DataFrame) -> pd.DataFrame:
                 row["tuned"] = ", ".join(tuned) if tuned else eligible["tuned"].iloc[0]
         rows.append(row)
     return pd.DataFrame(rows).reset_index(drop=True)
+
+
+def wordless(row: pd.Series, part: str) -> str:
+    """A part's cell as a setting without a verdict shows it: the paired Δs without a word (for the
+    baselines' part every baseline's, not only those deciding its word), or "not run" / "not computed"."""
+    if row[part] in (NOT_RUN, NOT_COMPUTED):
+        return str(row[part])
+    shown = [str(row.get(c, "")) for c in (f"{part}_every", f"{part}_detail")]
+    return next((d for d in shown if d not in ("", "nan")), "")
+
+
+def without_word(row: pd.Series, part: str) -> str:
+    """What a ``NO_WORD`` cell holds: the part's Δs without a word (``wordless``), then which snapshot
+    ran it and why that setting earns no word."""
+    return " ".join(x for x in (wordless(row, part), f"({row['snapshot']}: {row['reason']})") if x)
 
 
 def no_verdict_reason(seeds: int, converged, convergence) -> str:
@@ -450,10 +474,7 @@ def verdict_markdown(table: pd.DataFrame, effect: float = EFFECT_OF_INTEREST) ->
     extra += ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * len(head)) + "|"]
     for _, r in rest.iterrows():
         cells = ([_source(r)] if snap else []) + [_setting(r), str(r.get("seeds", "")), str(r.get("reason", ""))]
-        for part in PARTS:  # every comparison's Δ, no word (the baselines' cell: each baseline, not the deciding ones)
-            shown = [str(r.get(c, "")) for c in (f"{part}_every", f"{part}_detail")]
-            detail = next((d for d in shown if d not in ("", "nan")), "")
-            cells.append(detail if r[part] not in (NOT_RUN, NOT_COMPUTED) else r[part])
+        cells += [wordless(r, part) for part in PARTS]
         extra.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n" + note + "\n".join(extra) + "\n"
 
