@@ -431,3 +431,49 @@ def test_the_readme_words_on_the_mnist1d_twin_are_its_snapshot():
     assert f"(c̄ = {chosen['c_bar']:g}, λ = {chosen['lam']:g}; {len(d)} seeds)" in text
     assert f"hard classes {sign(d.mean())} [{sign(lo)}, {sign(hi)}]" in text
     assert f"a gain above {d.mean() + stats.t.ppf(0.95, len(d) - 1) * se:.1f} points is excluded" in text
+
+
+def test_the_words_on_the_tuned_baselines_are_their_snapshot():
+    """What the README and docs/results.md say about the baselines tuned with MR²'s budget (each
+    baseline's and MR²'s paired Δ by seed on the hard and easy thirds, group DRO's gain at 4× its epochs,
+    the options chosen) recomputed from the snapshot's per-seed per-class table, groups and chosen.yaml."""
+    import numpy as np
+    import yaml
+    from scipy import stats
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    page = " ".join(PAGE.read_text().split())
+    snap = ROOT / "docs" / "results" / "tuned-baselines"
+    pc = pd.read_csv(snap / "per_class.csv").merge(pd.read_csv(snap / "groups.csv"), on=["dataset", "class"])
+    pc = pc[pc["variant"].eq("default")]
+
+    def by_seed(dataset, group):  # percent, a column per method, a row per seed
+        rows = pc[pc["dataset"].eq(dataset) & (pc["group"].eq(group) if group != "all" else True)]
+        return rows.groupby(["method", "seed"])["accuracy"].mean().unstack("method") * 100
+
+    def paired(a, b, group, dataset="fashion_mnist"):
+        t = by_seed(dataset, group)
+        d = (t[a] - t[b]).dropna().to_numpy()
+        half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+        return f"{sign(d.mean())} [{sign(d.mean() - half)}, {sign(d.mean() + half)}]", d.mean()
+
+    hard = {m: paired(*pair, "hard") for m, pair in
+            {"dro": ("dro", "erm"), "focal": ("mr2", "focal"), "ldam": ("mr2", "ldam")}.items()}
+    easy_dro = paired("dro", "erm", "easy")
+    assert len(by_seed("fashion_mnist", "hard")["dro"].dropna()) == 16
+    assert (f"MR² above them on hard classes by {sign(hard['focal'][1])} and {sign(hard['ldam'][1])} points" in text
+            and f"group DRO raises the hard classes ({sign(hard['dro'][1])}) only by giving up "
+                f"{-easy_dro[1]:.1f} points on the easy ones" in text)
+    assert f"Group DRO** (η = " in page and f"hard classes {hard['dro'][0]}" in page
+    assert f"the easy classes ({easy_dro[0]})" in page
+    assert f"on the hard classes ({hard['focal'][0]} and {hard['ldam'][0]})" in page
+    assert f"only just on the hard ones ({paired('mr2', 'dro', 'hard')[0]}" in page
+    # DRO at 4x its epochs against itself at 20, paired by seed on all classes (mean per-class accuracy)
+    x4, x1 = by_seed("fashion_mnist.x4", "all")["dro"], by_seed("fashion_mnist", "all")["dro"]
+    d = (x4 - x1.loc[x4.index]).to_numpy()
+    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    assert f"it gains {d.mean():.1f} points overall at 80" in text
+    assert f"gains {d.mean():.1f} points overall [{sign(d.mean() - half)}, {sign(d.mean() + half)}]" in page
+    chosen = yaml.safe_load((snap / "tune" / "fashion_mnist" / "chosen.yaml").read_text())["methods"]
+    assert (f"η = {chosen['dro']['eta']:g}" in page and f"γ = {chosen['focal']['gamma']:g}" in page
+            and f"largest margin {chosen['ldam']['max_margin']:g}" in page)
