@@ -423,8 +423,13 @@ def test_a_run_set_held_by_several_snapshots_is_one_row_of_the_verdict(tmp_path)
     assert row["ablations_below"] == table.loc[0, "ablations_below"]  # a's own parts keep their words
     worded = f"**{table.loc[1, 'above_baselines']}** {table.loc[1, 'above_baselines_detail']}"
     assert table.loc[1, "above_baselines"] not in (V.NO_WORD, V.NOT_RUN) and worded in V.verdict_markdown(eligible)
-    for shown in (V.verdict_markdown(only_a), V.headline(only_a).replace("** (", "** ")):
-        assert f"**{V.NO_WORD}**" in shown and why in shown and worded not in shown
+    # a part both ran takes the word of the one that earns words, even when it comes second
+    row = V.one_row_per_run_set(eligible).iloc[0]
+    assert (row["hard_up"], row["hard_up_detail"]) == (table.loc[1, "hard_up"], table.loc[1, "hard_up_detail"])
+    assert row["hard_up"] != V.NO_WORD and row["ablations_below"] == V.NO_WORD  # only a (no word) ran the ablations
+    shown = next(line for line in V.verdict_markdown(only_a).splitlines() if line.startswith("| a, b | "))
+    for shown in (shown, V.headline(only_a).replace("** (", "** ")):  # the row's cell, the headline's sentence
+        assert f"**{V.NO_WORD}** " in shown and why in shown and worded not in shown
 
 
 def test_snapshot_verdicts_take_the_reference_from_the_first_row_of_the_results(tmp_path):

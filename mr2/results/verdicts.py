@@ -462,7 +462,8 @@ def verdict_markdown(table: pd.DataFrame, effect: float = EFFECT_OF_INTEREST) ->
             f"detectable effect (80 % power) exceeds it or fewer than {MIN_SEEDS} paired seeds stand behind it; "
             "easy classes \"not down\" is also supported when the 90 % interval's lower end is above −(effect of "
             f"interest). Only settings with ≥ {MIN_SEEDS} paired seeds and every method within its convergence "
-            "tolerance earn a word.\n")
+            f"tolerance earn a word; a part run only where that fails (a baseline not at its convergence) reads "
+            f"**{NO_WORD}**, with its Δs and why.\n")
     note = "\n" + textwrap.fill(note.strip("\n"), 100) + "\n"
     rest = table[~eligible]
     if rest.empty:
