@@ -15,3 +15,7 @@ Layers, bottom to top (imports only go downward; ``tests/test_layers.py`` enforc
 """
 
 __version__ = "0.1.0"
+
+from mr2.common.kernels import pin_cpu_kernels
+
+pin_cpu_kernels()  # before torch's first operator: the same numbers on every x86-64 host

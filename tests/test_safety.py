@@ -250,7 +250,7 @@ def test_stray_temporaries_of_a_killed_write_are_cleaned_by_the_next_run(digits,
 
 
 # ------------------------------------------------------------------ 5. resume is exact or refused
-def test_resume_with_other_threads_or_device_is_refused_naming_both(digits, tmp_path):
+def test_resume_with_other_threads_device_or_kernels_is_refused_naming_both(digits, tmp_path):
     cfg, out = run_cfg(), tmp_path / "run"
     with pytest.raises(Stop):
         train(cfg, digits, out, log=stop_after_epoch(1))
@@ -260,9 +260,16 @@ def test_resume_with_other_threads_or_device_is_refused_naming_both(digits, tmp_
     finally:
         torch.set_num_threads(1)
     ckpt = load_torch(out / CHECKPOINT)
-    save_torch({**ckpt, "conditions": {**ckpt["conditions"], "device": "cuda", "threads": None}}, out / CHECKPOINT)
-    with pytest.raises(ValueError, match=r"written with device=cuda, threads=None, this run has device=cpu, threads=1: "
-                                         r".*resume with --device cuda"):
+    kernels = torch.backends.cpu.get_cpu_capability()
+    cuda = {**ckpt["conditions"], "device": "cuda", "threads": None, "cpu_kernels": None}
+    save_torch({**ckpt, "conditions": cuda}, out / CHECKPOINT)
+    with pytest.raises(ValueError, match=rf"written with device=cuda, threads=None, cpu_kernels=None, this run has "
+                                         rf"device=cpu, threads=1, cpu_kernels={kernels}: .*resume with --device cuda"):
+        train(cfg, digits, out, log=lambda *_: None)
+    other = "AVX512" if kernels != "AVX512" else "AVX2"  # kernels of another instruction set round otherwise
+    save_torch({**ckpt, "conditions": {**ckpt["conditions"], "cpu_kernels": other}}, out / CHECKPOINT)
+    with pytest.raises(ValueError, match=rf"written with cpu_kernels={other}, this run has cpu_kernels={kernels}: "
+                                         rf".*resume with the CPU kernels {other} .*MR2_CPU_ISA"):
         train(cfg, digits, out, log=lambda *_: None)
     save_torch(ckpt, out / CHECKPOINT)  # the genuine checkpoint resumes
     train(cfg, digits, out, log=lambda *_: None)

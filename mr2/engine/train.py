@@ -17,7 +17,7 @@ Determinism: the model is initialised from ``seed``; each epoch draws its order 
 augmentation from generators seeded by (seed, epoch), so a resumed run reproduces the
 uninterrupted one exactly on CPU. A resume is exact or refused: the checkpoint records the
 prepared file's checksum and what the numbers depend on beyond the config (device type, number of
-processes, CPU threads; ``run_conditions``), and a resume that differs in any of them stops with
+processes, CPU threads and kernels; ``run_conditions``), and a resume that differs in any of them stops with
 one line naming both values.
 
 Safety: the prepared file must have been made from the run's ``data`` config
@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 import torch
@@ -69,7 +70,8 @@ OUTPUTS = ("model.pt", "config.yaml", "epochs.csv", CHECKPOINT, TIMINGS)
 EVALUATIONS = ("eval", "eval_val")
 CHECKPOINT_KEYS = ("config", "epoch", "state", "optimizer", "rows", "best", "data_checksum", "conditions")
 #: what to do when a resume differs from its checkpoint in one of ``run_conditions``
-RERUN_WITH = {"device": "--device {}", "processes": "torchrun --nproc_per_node {}", "threads": "threads: {} in the run's config"}
+RERUN_WITH = {"device": "--device {}", "processes": "torchrun --nproc_per_node {}", "threads": "threads: {} in the run's config",
+              "cpu_kernels": "the CPU kernels {} (mr2.common.kernels: MR2_CPU_ISA, ATEN_CPU_CAPABILITY)"}
 
 
 class NonFiniteLossError(RuntimeError):
@@ -306,9 +308,21 @@ def check_finite(runner: Runner, epoch: int, stats: dict[str, float], last_good:
 
 def run_conditions(runner: Runner) -> dict[str, Any]:
     """What a run's numbers depend on beyond its config: the device type, the number of processes
-    and, on CPU, the number of threads (float reductions are split by thread)."""
-    threads = torch.get_num_threads() if runner.device.type == "cpu" else None
-    return {"device": runner.device.type, "processes": runner.world.size, "threads": threads}
+    and, on CPU, the number of threads (float reductions are split by thread) and the instruction set
+    of PyTorch's kernels (AVX-512 ones round otherwise than AVX2 ones; ``mr2.common.kernels``)."""
+    on_cpu = runner.device.type == "cpu"
+    return {"device": runner.device.type, "processes": runner.world.size,
+            "threads": torch.get_num_threads() if on_cpu else None,
+            "cpu_kernels": torch.backends.cpu.get_cpu_capability() if on_cpu else None}
+
+
+def kernels_line(kernels: str, environ: Mapping[str, str]) -> str:
+    """The log line naming the CPU kernels a run uses (``torch.backends.cpu.get_cpu_capability()``),
+    with a warning where AVX2 was asked for (``mr2.common.kernels``) but AVX-512 ones run: torch ran an
+    operator before mr2 was imported, and the run's numbers then depend on the machine."""
+    late = kernels == "AVX512" and environ.get("ATEN_CPU_CAPABILITY", "").lower() == "avx2"
+    return f"CPU kernels: {kernels}" + (" - not the AVX2 asked for: torch ran an operator before mr2 was imported, "
+                                        "so this run's numbers depend on the machine (import mr2 first)" if late else "")
 
 
 def check_resume(ckpt: dict[str, Any], runner: Runner, ckpt_path: Path) -> None:
@@ -449,6 +463,8 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
         remove_stray_temporaries(*(out / name for name in OUTPUTS))  # left by a killed earlier run
     tc = cfg["train"]
     ckpt_path = out / CHECKPOINT
+    if runner.device.type == "cpu":
+        log(f"[train] {kernels_line(torch.backends.cpu.get_cpu_capability(), os.environ)}")
     rows: list[dict[str, Any]] = []
     timings: list[dict[str, Any]] = []
     start, best, last_good = 0, None, None
@@ -500,6 +516,6 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     if tc["select"] == "best_val" and best is not None:
         runner.load_state(best["state"])
         final_epoch = best["epoch"]
-    write_run(runner, cfg, rows, final_epoch, out)  # one writer in a data-parallel run
+    write_run(runner, cfg, rows, final_epoch, out, conditions=run_conditions(runner))  # one writer in a data-parallel run
     distributed.finish(runner.world)
     return numbers
