@@ -433,6 +433,28 @@ def test_the_readme_words_on_the_mnist1d_twin_are_its_snapshot():
     assert f"a gain above {d.mean() + stats.t.ppf(0.95, len(d) - 1) * se:.1f} points is excluded" in text
 
 
+def test_the_words_on_the_16_seed_release_options_run_are_its_snapshot():
+    """docs/results.md's reading of config/power.yaml (the release's options, 16 seeds): the hard-class
+    Δ, its 95 % interval and the two one-sided tests' 90 % interval that excludes a 1-point gain,
+    recomputed from the snapshot's per-seed per-class table and groups with numpy and scipy."""
+    import numpy as np
+    from scipy import stats
+
+    page = " ".join(PAGE.read_text().split())
+    snap = ROOT / "docs" / "results" / "power"
+    pc = pd.read_csv(snap / "per_class.csv").merge(pd.read_csv(snap / "groups.csv"), on=["dataset", "class"])
+    hard = pc[pc["variant"].eq("default") & pc["group"].eq("hard")]
+    by_seed = hard.groupby(["method", "seed"])["accuracy"].mean().unstack("method") * 100
+    d = (by_seed["mr2"] - by_seed["erm"]).dropna().to_numpy()
+    se = d.std(ddof=1) / np.sqrt(len(d))
+    t95, t90 = stats.t.ppf(0.975, len(d) - 1), stats.t.ppf(0.95, len(d) - 1)
+    assert len(d) == 16
+    assert (f"MR² − ERM on the hard classes is {sign(d.mean())} [{sign(d.mean() - t95 * se)}, "
+            f"{sign(d.mean() + t95 * se)}]") in page
+    lo, hi = d.mean() - t90 * se, d.mean() + t90 * se
+    assert -1 < lo and hi < 1
+    assert f"90 % interval, [{fmt(lo)}, {fmt(hi)}], lies inside ±1 point" in page
+
 def test_the_words_on_the_tuned_baselines_are_their_snapshot():
     """What the README and docs/results.md say about the baselines tuned with MR²'s budget (each
     baseline's and MR²'s paired Δ by seed on the hard and easy thirds, group DRO's gain at 4× its epochs,
