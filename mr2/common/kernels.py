@@ -5,7 +5,8 @@ instruction set the CPU has. AVX-512 kernels add in another order than AVX2 ones
 gives other numbers on a host with AVX-512: on Fashion-MNIST's default, 20 epochs turn the last-digit
 differences into 0.1-0.5 points of per-class accuracy. mr2 therefore caps both at AVX2, which every
 x86-64 CPU of the last decade has, before torch runs its first operator (``pin_cpu_kernels``, called
-when the package is imported): a run then gives the same model and the same numbers on any such host.
+when the package is imported): a run then gives the same model and the same numbers on such hosts
+(checked digit for digit between AMD EPYC machines with and without AVX-512; Intel ones not checked).
 A variable the user set already is kept; ``MR2_CPU_ISA=native`` lifts the cap (each host's fastest
 kernels, numbers that depend on the host). Other CPUs (ARM) and CUDA are untouched. Standard library
 only: this must run before torch is imported.
