@@ -12,19 +12,24 @@ import pytest
 import yaml
 
 from conftest import pipeline_env, read_run_folders
-from mr2.common.kernels import CHOICE, KERNEL_CAPS, pin_cpu_kernels
+from mr2.common.kernels import CHOICE, KERNEL_CAPS, X86_64, pin_cpu_kernels
 from mr2.engine.train import kernels_line
 
 REPO = Path(__file__).resolve().parents[1]
 CAPABILITY = "import torch; print(torch.backends.cpu.get_cpu_capability())"
 
 
-def cpu_flags() -> set[str]:
+def cpuinfo(field: str) -> str:
+    """A field of the first CPU in /proc/cpuinfo ("flags", "vendor_id"); "" where there is none."""
     try:
-        text = Path("/proc/cpuinfo").read_text()
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
-        return set()
-    return {flag for line in text.splitlines() if line.startswith("flags") for flag in line.split(":", 1)[1].split()}
+        return ""
+    return next((line.split(":", 1)[1].strip() for line in lines if line.split(":", 1)[0].strip() == field), "")
+
+
+def cpu_flags() -> set[str]:
+    return set(cpuinfo("flags").split())
 
 
 def capability(code: str, **env: str) -> str:
@@ -57,7 +62,7 @@ def test_an_unknown_choice_is_an_error_naming_the_variable():
         pin_cpu_kernels({CHOICE: "avx512"}, "x86_64")
 
 
-@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64") or "avx2" not in cpu_flags(),
+@pytest.mark.skipif(platform.machine().lower() not in X86_64 or "avx2" not in cpu_flags(),
                     reason="needs an x86-64 CPU with AVX2")
 def test_importing_mr2_before_torch_runs_avx2_kernels_and_native_lifts_it():
     assert capability("import mr2") == "AVX2"
@@ -77,19 +82,11 @@ DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 SNAPSHOT = REPO / "docs" / "results" / "tuned-fashion-mnist"
 
 
-def cpu_vendor() -> str:
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return ""
-    return next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("vendor_id")), "")
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not DEBIAN_FASHION_MNIST.is_dir(), reason="Debian fashion-mnist files not installed")
-@pytest.mark.skipif(cpu_vendor() != "AuthenticAMD" or "avx2" not in cpu_flags(),
-                    reason="the snapshot's numbers are checked on AMD x86-64 CPUs with AVX2 (the machines they were made "
-                           "and reproduced on); another vendor's libraries may pick other blockings")
+@pytest.mark.skipif(cpuinfo("vendor_id") != "AuthenticAMD" or "avx2" not in cpu_flags(),
+                    reason="the snapshot's numbers are checked on AMD x86-64 CPUs with AVX2 (the machines they were "
+                           "made and reproduced on); another vendor's libraries may pick other blockings")
 def test_a_run_here_gives_the_numbers_a_snapshot_from_another_machine_holds(tmp_path):
     """ERM, seed 0, of the tuned Fashion-MNIST config, run by the workflow in a process whose
     environment sets no kernel cap: its per-class test accuracies and a_k equal, digit for digit, those
@@ -112,7 +109,7 @@ def test_a_run_here_gives_the_numbers_a_snapshot_from_another_machine_holds(tmp_
     snakemake(str(measured))
     here = pd.read_csv(measured).set_index("class")
     kept = pd.read_csv(SNAPSHOT / "per_class.csv")
-    kept = kept[(kept["dataset"] == "fashion_mnist") & (kept["method"] == "erm") & (kept["seed"] == 0)].set_index("class")
+    kept = kept[kept["dataset"].eq("fashion_mnist") & kept["method"].eq("erm") & kept["seed"].eq(0)].set_index("class")
     assert len(kept) == 10 and list(here.index) == list(kept.index)
     assert here["accuracy"].tolist() == kept["accuracy"].tolist()
     assert here["a"].tolist() == pytest.approx(kept["a"].tolist(), rel=1e-12, abs=0)

@@ -360,6 +360,25 @@ def sign(x: float) -> str:
     return f"{x:+.1f}".replace("-", "−")
 
 
+def t_interval(values, level: float = 0.95) -> tuple[float, float]:
+    """The t-interval of the mean of ``values`` (seeds) at ``level`` (0.90: the two one-sided tests')."""
+    import numpy as np
+    from scipy import stats
+
+    values = np.asarray(values, dtype=float)
+    half = stats.t.ppf(0.5 + level / 2, len(values) - 1) * values.std(ddof=1) / np.sqrt(len(values))
+    return values.mean() - half, values.mean() + half
+
+
+def group_by_seed(snap: Path, dataset: str, group: str) -> pd.DataFrame:
+    """Accuracy (%) of a group of classes ("all": every class) per run of a snapshot's default
+    variants, from its per_class.csv and groups.csv: a column per method, a row per seed."""
+    pc = pd.read_csv(snap / "per_class.csv").merge(pd.read_csv(snap / "groups.csv"), on=["dataset", "class"])
+    in_group = pc["group"].eq(group) if group != "all" else True
+    rows = pc[pc["variant"].eq("default") & pc["dataset"].eq(dataset) & in_group]
+    return rows.groupby(["method", "seed"])["accuracy"].mean().unstack("method") * 100
+
+
 def premise_rho(snap: Path, dataset: str):
     """ρ(a method's per-class column, ERM's per-class test error) per seed across classes, from a
     snapshot's per_class.csv: a function of (method, column) giving the mean and its 95 % t-interval."""
@@ -373,8 +392,7 @@ def premise_rho(snap: Path, dataset: str):
     def rho(method, column):
         r = np.array([stats.spearmanr(error.loc[g["class"]].to_numpy(), g[column].to_numpy())[0]
                       for _, g in pc[pc["method"].eq(method)].groupby("seed")])
-        half = stats.t.ppf(0.975, len(r) - 1) * r.std(ddof=1) / np.sqrt(len(r))
-        return r.mean(), r.mean() - half, r.mean() + half
+        return (r.mean(), *t_interval(r))
     return rho
 
 
@@ -415,74 +433,54 @@ def test_the_readme_words_on_the_mnist1d_twin_are_its_snapshot():
     """The README's sentence on the tuned MNIST-1D run (the chosen c̄ and λ, the seeds, the hard-class Δ
     [95 % interval] and the largest hard-class gain not excluded) recomputed from the snapshot's files:
     chosen.yaml, and the hard third's accuracy per run from per_class.csv and groups.csv."""
-    import numpy as np
     import yaml
-    from scipy import stats
 
     text = " ".join((ROOT / "README.md").read_text().split())
     snap = ROOT / "docs" / "results" / "tuned-mnist1d"
     chosen = yaml.safe_load((snap / "tune" / "mnist1d" / "chosen.yaml").read_text())["methods"]["mr2"]
-    pc = pd.read_csv(snap / "per_class.csv").merge(pd.read_csv(snap / "groups.csv"), on=["dataset", "class"])
-    hard = pc[pc["dataset"].eq("mnist1d") & pc["variant"].eq("default") & pc["group"].eq("hard")]
-    by_seed = hard.groupby(["method", "seed"])["accuracy"].mean().unstack("method") * 100
+    by_seed = group_by_seed(snap, "mnist1d", "hard")
     d = (by_seed["mr2"] - by_seed["erm"]).dropna().to_numpy()
-    se = d.std(ddof=1) / np.sqrt(len(d))
-    lo, hi = d.mean() - stats.t.ppf(0.975, len(d) - 1) * se, d.mean() + stats.t.ppf(0.975, len(d) - 1) * se
+    lo, hi = t_interval(d)
     assert f"(c̄ = {chosen['c_bar']:g}, λ = {chosen['lam']:g}; {len(d)} seeds)" in text
     assert f"hard classes {sign(d.mean())} [{sign(lo)}, {sign(hi)}]" in text
-    assert f"a gain above {d.mean() + stats.t.ppf(0.95, len(d) - 1) * se:.1f} points is excluded" in text
+    assert f"a gain above {t_interval(d, 0.90)[1]:.1f} points is excluded" in text
 
 
 def test_the_words_on_the_16_seed_release_options_run_are_its_snapshot():
     """docs/results.md's reading of config/power.yaml (the release's options, 16 seeds): the hard-class
     Δ, its 95 % interval and the two one-sided tests' 90 % interval that excludes a 1-point gain,
     recomputed from the snapshot's per-seed per-class table and groups with numpy and scipy."""
-    import numpy as np
-    from scipy import stats
-
     page = " ".join(PAGE.read_text().split())
-    snap = ROOT / "docs" / "results" / "power"
-    pc = pd.read_csv(snap / "per_class.csv").merge(pd.read_csv(snap / "groups.csv"), on=["dataset", "class"])
-    hard = pc[pc["variant"].eq("default") & pc["group"].eq("hard")]
-    by_seed = hard.groupby(["method", "seed"])["accuracy"].mean().unstack("method") * 100
+    by_seed = group_by_seed(ROOT / "docs" / "results" / "power", "fashion_mnist", "hard")
     d = (by_seed["mr2"] - by_seed["erm"]).dropna().to_numpy()
-    se = d.std(ddof=1) / np.sqrt(len(d))
-    t95, t90 = stats.t.ppf(0.975, len(d) - 1), stats.t.ppf(0.95, len(d) - 1)
     assert len(d) == 16
-    assert (f"MR² − ERM on the hard classes is {sign(d.mean())} [{sign(d.mean() - t95 * se)}, "
-            f"{sign(d.mean() + t95 * se)}]") in page
-    lo, hi = d.mean() - t90 * se, d.mean() + t90 * se
+    lo95, hi95 = t_interval(d)
+    assert f"MR² − ERM on the hard classes is {sign(d.mean())} [{sign(lo95)}, {sign(hi95)}]" in page
+    lo, hi = t_interval(d, 0.90)
     assert -1 < lo and hi < 1
     assert f"90 % interval, [{fmt(lo)}, {fmt(hi)}], lies inside ±1 point" in page
+
 
 def test_the_words_on_the_tuned_baselines_are_their_snapshot():
     """What the README and docs/results.md say about the baselines tuned with MR²'s budget (each
     baseline's and MR²'s paired Δ by seed on the hard and easy thirds, group DRO's gain at 4× its epochs,
     the options chosen) recomputed from the snapshot's per-seed per-class table, groups and chosen.yaml."""
-    import numpy as np
     import yaml
-    from scipy import stats
 
     text = " ".join((ROOT / "README.md").read_text().split())
     page = " ".join(PAGE.read_text().split())
     snap = ROOT / "docs" / "results" / "tuned-baselines"
-    pc = pd.read_csv(snap / "per_class.csv").merge(pd.read_csv(snap / "groups.csv"), on=["dataset", "class"])
-    pc = pc[pc["variant"].eq("default")]
-
-    def by_seed(dataset, group):  # percent, a column per method, a row per seed
-        rows = pc[pc["dataset"].eq(dataset) & (pc["group"].eq(group) if group != "all" else True)]
-        return rows.groupby(["method", "seed"])["accuracy"].mean().unstack("method") * 100
 
     def paired(a, b, group, dataset="fashion_mnist"):
-        t = by_seed(dataset, group)
+        t = group_by_seed(snap, dataset, group)
         d = (t[a] - t[b]).dropna().to_numpy()
-        half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
-        return f"{sign(d.mean())} [{sign(d.mean() - half)}, {sign(d.mean() + half)}]", d.mean()
+        lo, hi = t_interval(d)
+        return f"{sign(d.mean())} [{sign(lo)}, {sign(hi)}]", d.mean()
 
     hard = {m: paired(*pair, "hard") for m, pair in
             {"dro": ("dro", "erm"), "focal": ("mr2", "focal"), "ldam": ("mr2", "ldam")}.items()}
     easy_dro = paired("dro", "erm", "easy")
-    assert len(by_seed("fashion_mnist", "hard")["dro"].dropna()) == 16
+    assert len(group_by_seed(snap, "fashion_mnist", "hard")["dro"].dropna()) == 16
     assert (f"MR² above them on hard classes by {sign(hard['focal'][1])} and {sign(hard['ldam'][1])} points" in text
             and f"group DRO raises the hard classes ({sign(hard['dro'][1])}) only by giving up "
                 f"{-easy_dro[1]:.1f} points on the easy ones" in text)
@@ -491,11 +489,11 @@ def test_the_words_on_the_tuned_baselines_are_their_snapshot():
     assert f"on the hard classes ({hard['focal'][0]} and {hard['ldam'][0]})" in page
     assert f"only just on the hard ones ({paired('mr2', 'dro', 'hard')[0]}" in page
     # DRO at 4x its epochs against itself at 20, paired by seed on all classes (mean per-class accuracy)
-    x4, x1 = by_seed("fashion_mnist.x4", "all")["dro"], by_seed("fashion_mnist", "all")["dro"]
+    x4, x1 = group_by_seed(snap, "fashion_mnist.x4", "all")["dro"], group_by_seed(snap, "fashion_mnist", "all")["dro"]
     d = (x4 - x1.loc[x4.index]).to_numpy()
-    half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+    lo, hi = t_interval(d)
     assert f"it gains {d.mean():.1f} points overall at 80" in text
-    assert f"gains {d.mean():.1f} points overall [{sign(d.mean() - half)}, {sign(d.mean() + half)}]" in page
+    assert f"gains {d.mean():.1f} points overall [{sign(lo)}, {sign(hi)}]" in page
     chosen = yaml.safe_load((snap / "tune" / "fashion_mnist" / "chosen.yaml").read_text())["methods"]
     assert (f"η = {chosen['dro']['eta']:g}" in page and f"γ = {chosen['focal']['gamma']:g}" in page
             and f"largest margin {chosen['ldam']['max_margin']:g}" in page)

@@ -1,9 +1,9 @@
 """The CPU kernels a run's numbers come from: the same on every x86-64 host.
 
-PyTorch runs its vectorised operators (ATen), oneDNN's convolutions and MKL's products with kernels for the widest
-instruction set the CPU has. AVX-512 kernels add in another order than AVX2 ones, so the same run
+PyTorch runs its vectorised operators (ATen), oneDNN's convolutions and MKL's products with kernels
+for the widest instruction set the CPU has. AVX-512 kernels add in another order than AVX2 ones, so the same run
 gives other numbers on a host with AVX-512: on Fashion-MNIST's default, 20 epochs turn the last-digit
-differences into 0.1-0.5 points of per-class accuracy. mr2 therefore caps both at AVX2, which every
+differences into 0.1-0.5 points of per-class accuracy. mr2 therefore caps all three at AVX2, which every
 x86-64 CPU of the last decade has, before torch runs its first operator (``pin_cpu_kernels``, called
 when the package is imported): a run then gives the same model and the same numbers on such hosts
 (checked digit for digit between AMD EPYC machines with and without AVX-512; Intel ones not checked).
@@ -42,4 +42,3 @@ def pin_cpu_kernels(environ: MutableMapping[str, str] | None = None, machine: st
     added = {name: value for name, value in KERNEL_CAPS.items() if name not in environ}
     environ.update(added)
     return added
-

@@ -70,7 +70,8 @@ OUTPUTS = ("model.pt", "config.yaml", "epochs.csv", CHECKPOINT, TIMINGS)
 EVALUATIONS = ("eval", "eval_val")
 CHECKPOINT_KEYS = ("config", "epoch", "state", "optimizer", "rows", "best", "data_checksum", "conditions")
 #: what to do when a resume differs from its checkpoint in one of ``run_conditions``
-RERUN_WITH = {"device": "--device {}", "processes": "torchrun --nproc_per_node {}", "threads": "threads: {} in the run's config",
+RERUN_WITH = {"device": "--device {}", "processes": "torchrun --nproc_per_node {}",
+              "threads": "threads: {} in the run's config",
               "cpu_kernels": "the CPU kernels {} (mr2.common.kernels: MR2_CPU_ISA, ATEN_CPU_CAPABILITY)"}
 
 
@@ -321,8 +322,9 @@ def kernels_line(kernels: str, environ: Mapping[str, str]) -> str:
     with a warning where AVX2 was asked for (``mr2.common.kernels``) but AVX-512 ones run: torch ran an
     operator before mr2 was imported, and the run's numbers then depend on the machine."""
     late = kernels == "AVX512" and environ.get("ATEN_CPU_CAPABILITY", "").lower() == "avx2"
-    return f"CPU kernels: {kernels}" + (" - not the AVX2 asked for: torch ran an operator before mr2 was imported, "
-                                        "so this run's numbers depend on the machine (import mr2 first)" if late else "")
+    warning = (" - not the AVX2 asked for: torch ran an operator before mr2 was imported, so this run's numbers "
+               "depend on the machine (import mr2 first)")
+    return f"CPU kernels: {kernels}" + (warning if late else "")
 
 
 def check_resume(ckpt: dict[str, Any], runner: Runner, ckpt_path: Path) -> None:
@@ -516,6 +518,7 @@ def train(cfg: dict[str, Any], data_path: str | Path, out_dir: str | Path, log=p
     if tc["select"] == "best_val" and best is not None:
         runner.load_state(best["state"])
         final_epoch = best["epoch"]
-    write_run(runner, cfg, rows, final_epoch, out, conditions=run_conditions(runner))  # one writer in a data-parallel run
+    # one writer in a data-parallel run
+    write_run(runner, cfg, rows, final_epoch, out, conditions=run_conditions(runner))
     distributed.finish(runner.world)
     return numbers
