@@ -73,6 +73,25 @@ def test_run_and_data_hashes_of_the_shipped_configs_are_unchanged(name):
     assert listed <= set(PINNED[name]["runs"])  # every tabled run of the config is pinned
 
 
+@pytest.mark.parametrize("baselines, twin", [("tuned-baselines", "tuned-fashion-mnist"),
+                                             ("tuned-baselines-mnist1d", "tuned-mnist1d")])
+def test_a_baselines_config_reuses_its_twins_erm_and_mr2_runs(baselines, twin):
+    """The baselines' configs say: copy the twin's runs/ and data/ and its ERM and MR² runs are reused.
+    That holds when the same search draws the same trials and the same choice names the same folders."""
+    a, b = shipped(baselines), shipped(twin)
+    trials = [trial_options(c["tune"]["space"]["mr2"], c["tune"]["trials"], c["tune"]["seed"], "mr2") for c in (a, b)]
+    assert trials[0] == trials[1]
+    assert a["convergence"] == b["convergence"]
+    checked_too = [f"{d}.x{a['convergence']['factor']}" for d in a["datasets"]]
+    for options in trials[0]:
+        chosen = lambda dataset, options=options: {"methods": {"mr2": options}}  # noqa: E731
+        for dataset in [*a["datasets"], *checked_too]:
+            assert plan.data_hash(a, dataset) == plan.data_hash(b, dataset)
+            for method in ("erm", "mr2"):
+                assert plan.run_hash(a, SCHEMA, dataset, method, "default", chosen) == \
+                    plan.run_hash(b, SCHEMA, dataset, method, "default", chosen), (dataset, method, options)
+
+
 def test_the_hash_ignores_the_seed_and_follows_every_setting():
     config = smoke()
     a = plan.run_config(config, SCHEMA, "fashion_mnist", "mr2", "default", 0)
