@@ -497,3 +497,39 @@ def test_the_words_on_the_tuned_baselines_are_their_snapshot():
     chosen = yaml.safe_load((snap / "tune" / "fashion_mnist" / "chosen.yaml").read_text())["methods"]
     assert (f"η = {chosen['dro']['eta']:g}" in page and f"γ = {chosen['focal']['gamma']:g}" in page
             and f"largest margin {chosen['ldam']['max_margin']:g}" in page)
+
+
+def test_the_words_on_the_tuned_mnist1d_baselines_are_their_snapshot():
+    """What the README and docs/results.md say about the baselines tuned on MNIST-1D (MR² − each baseline
+    and each method − ERM, paired by seed, on the hard and easy thirds; the options the search chose; every
+    method at its convergence) recomputed from the snapshot's per-seed per-class table, groups,
+    convergence table and chosen.yaml."""
+    import pandas as pd
+    import yaml
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    page = " ".join(PAGE.read_text().split()).replace("−", "-")
+    snap = ROOT / "docs" / "results" / "tuned-baselines-mnist1d"
+
+    def paired(a, b, group):
+        t = group_by_seed(snap, "mnist1d", group)
+        d = (t[a] - t[b]).dropna().to_numpy()
+        assert len(d) == 10
+        lo, hi = t_interval(d)
+        return f"{sign(d.mean())} [{sign(lo)}, {sign(hi)}]".replace("−", "-")
+
+    readme = text.replace("−", "-")
+    assert (f"MR² - group DRO {paired('mr2', 'dro', 'hard')}, MR² - LDAM-DRW {paired('mr2', 'ldam', 'hard')}, "
+            f"MR² - focal {paired('mr2', 'focal', 'hard')}; 10 seeds" in readme)
+    assert f"MR² - group DRO on the hard classes {paired('mr2', 'dro', 'hard')}" in page
+    assert f"MR² - LDAM-DRW {paired('mr2', 'ldam', 'hard')}" in page
+    assert f"focal loss (hard {paired('mr2', 'focal', 'hard')}, easy {paired('mr2', 'focal', 'easy')})" in page
+    assert f"than group DRO ({paired('mr2', 'dro', 'easy')})" in page
+    assert f"the easy classes ({paired('dro', 'erm', 'easy')}) for the hard ones ({paired('dro', 'erm', 'hard')})" in page
+    assert f"hard {paired('mr2', 'erm', 'hard')} (equivalent" in page
+    chosen = yaml.safe_load((snap / "tune" / "mnist1d" / "chosen.yaml").read_text())["methods"]["mr2"]
+    assert f"c̄ = {chosen['c_bar']:g}, λ = {chosen['lam']:g} here" in page
+    conv = pd.read_csv(snap / "convergence.csv")
+    assert set(conv["method"]) == {"erm", "mr2", "dro", "ldam", "focal"}
+    assert ((conv["all_gain"].abs() <= 1) & (conv["hard_gain"].abs() <= 1)).all()
+    assert "Every method is within 1 point of its own 4×-longer training" in page
