@@ -527,6 +527,10 @@ def test_the_words_on_the_tuned_mnist1d_baselines_are_their_snapshot():
     assert f"than group DRO ({paired('mr2', 'dro', 'easy')})" in page
     assert f"the easy classes ({paired('dro', 'erm', 'easy')}) for the hard ones ({paired('dro', 'erm', 'hard')})" in page
     assert f"hard {paired('mr2', 'erm', 'hard')} (equivalent" in page
+    t = group_by_seed(snap, "mnist1d", "hard")
+    d = (t["mr2"] - t["erm"]).to_numpy()
+    assert f"hard-class gain over ERM at {paired('mr2', 'erm', 'hard')}: not shown there" in readme
+    assert f"above {t_interval(d, 0.90)[1]:.1f} points excluded on both run sets" in readme
     chosen = yaml.safe_load((snap / "tune" / "mnist1d" / "chosen.yaml").read_text())["methods"]["mr2"]
     assert f"c̄ = {chosen['c_bar']:g}, λ = {chosen['lam']:g} here" in page
     conv = pd.read_csv(snap / "convergence.csv")
