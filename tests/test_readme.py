@@ -379,6 +379,19 @@ def group_by_seed(snap: Path, dataset: str, group: str) -> pd.DataFrame:
     return rows.groupby(["method", "seed"])["accuracy"].mean().unstack("method") * 100
 
 
+def paired_by_seed(snap: Path, dataset: str, a: str, b: str, group: str):
+    """Method ``a``'s accuracy minus method ``b``'s on a group of classes, paired by seed (points; the
+    seeds both ran), from a snapshot's per-seed tables."""
+    t = group_by_seed(snap, dataset, group)
+    return (t[a] - t[b]).dropna().to_numpy()
+
+
+def delta_text(d) -> str:
+    """A paired Δ as the pages write it: mean [95 % t-interval over seeds], each signed (−)."""
+    lo, hi = t_interval(d)
+    return f"{sign(d.mean())} [{sign(lo)}, {sign(hi)}]"
+
+
 def premise_rho(snap: Path, dataset: str):
     """ρ(a method's per-class column, ERM's per-class test error) per seed across classes, from a
     snapshot's per_class.csv: a function of (method, column) giving the mean and its 95 % t-interval."""
@@ -438,11 +451,9 @@ def test_the_readme_words_on_the_mnist1d_twin_are_its_snapshot():
     text = " ".join((ROOT / "README.md").read_text().split())
     snap = ROOT / "docs" / "results" / "tuned-mnist1d"
     chosen = yaml.safe_load((snap / "tune" / "mnist1d" / "chosen.yaml").read_text())["methods"]["mr2"]
-    by_seed = group_by_seed(snap, "mnist1d", "hard")
-    d = (by_seed["mr2"] - by_seed["erm"]).dropna().to_numpy()
-    lo, hi = t_interval(d)
+    d = paired_by_seed(snap, "mnist1d", "mr2", "erm", "hard")
     assert f"(c̄ = {chosen['c_bar']:g}, λ = {chosen['lam']:g}; {len(d)} seeds)" in text
-    assert f"hard classes {sign(d.mean())} [{sign(lo)}, {sign(hi)}]" in text
+    assert f"hard classes {delta_text(d)}" in text
     assert f"a gain above {t_interval(d, 0.90)[1]:.1f} points is excluded" in text
 
 
@@ -451,11 +462,9 @@ def test_the_words_on_the_16_seed_release_options_run_are_its_snapshot():
     Δ, its 95 % interval and the two one-sided tests' 90 % interval that excludes a 1-point gain,
     recomputed from the snapshot's per-seed per-class table and groups with numpy and scipy."""
     page = " ".join(PAGE.read_text().split())
-    by_seed = group_by_seed(ROOT / "docs" / "results" / "power", "fashion_mnist", "hard")
-    d = (by_seed["mr2"] - by_seed["erm"]).dropna().to_numpy()
+    d = paired_by_seed(ROOT / "docs" / "results" / "power", "fashion_mnist", "mr2", "erm", "hard")
     assert len(d) == 16
-    lo95, hi95 = t_interval(d)
-    assert f"MR² − ERM on the hard classes is {sign(d.mean())} [{sign(lo95)}, {sign(hi95)}]" in page
+    assert f"MR² − ERM on the hard classes is {delta_text(d)}" in page
     lo, hi = t_interval(d, 0.90)
     assert -1 < lo and hi < 1
     assert f"90 % interval, [{fmt(lo)}, {fmt(hi)}], lies inside ±1 point" in page
@@ -471,11 +480,9 @@ def test_the_words_on_the_tuned_baselines_are_their_snapshot():
     page = " ".join(PAGE.read_text().split())
     snap = ROOT / "docs" / "results" / "tuned-baselines"
 
-    def paired(a, b, group, dataset="fashion_mnist"):
-        t = group_by_seed(snap, dataset, group)
-        d = (t[a] - t[b]).dropna().to_numpy()
-        lo, hi = t_interval(d)
-        return f"{sign(d.mean())} [{sign(lo)}, {sign(hi)}]", d.mean()
+    def paired(a, b, group):
+        d = paired_by_seed(snap, "fashion_mnist", a, b, group)
+        return delta_text(d), d.mean()
 
     hard = {m: paired(*pair, "hard") for m, pair in
             {"dro": ("dro", "erm"), "focal": ("mr2", "focal"), "ldam": ("mr2", "ldam")}.items()}
@@ -504,36 +511,32 @@ def test_the_words_on_the_tuned_mnist1d_baselines_are_their_snapshot():
     and each method − ERM, paired by seed, on the hard and easy thirds; the options the search chose; every
     method at its convergence) recomputed from the snapshot's per-seed per-class table, groups,
     convergence table and chosen.yaml."""
-    import pandas as pd
     import yaml
 
     text = " ".join((ROOT / "README.md").read_text().split())
-    page = " ".join(PAGE.read_text().split()).replace("−", "-")
+    page = " ".join(PAGE.read_text().split())
     snap = ROOT / "docs" / "results" / "tuned-baselines-mnist1d"
 
     def paired(a, b, group):
-        t = group_by_seed(snap, "mnist1d", group)
-        d = (t[a] - t[b]).dropna().to_numpy()
+        d = paired_by_seed(snap, "mnist1d", a, b, group)
         assert len(d) == 10
-        lo, hi = t_interval(d)
-        return f"{sign(d.mean())} [{sign(lo)}, {sign(hi)}]".replace("−", "-")
+        return delta_text(d)
 
-    readme = text.replace("−", "-")
-    assert (f"MR² - group DRO {paired('mr2', 'dro', 'hard')}, MR² - LDAM-DRW {paired('mr2', 'ldam', 'hard')}, "
-            f"MR² - focal {paired('mr2', 'focal', 'hard')}; 10 seeds" in readme)
-    assert f"MR² - group DRO on the hard classes {paired('mr2', 'dro', 'hard')}" in page
-    assert f"MR² - LDAM-DRW {paired('mr2', 'ldam', 'hard')}" in page
+    assert (f"MR² − group DRO {paired('mr2', 'dro', 'hard')}, MR² − LDAM-DRW {paired('mr2', 'ldam', 'hard')}, "
+            f"MR² − focal {paired('mr2', 'focal', 'hard')}; 10 seeds" in text)
+    assert f"MR² − group DRO on the hard classes {paired('mr2', 'dro', 'hard')}" in page
+    assert f"MR² − LDAM-DRW {paired('mr2', 'ldam', 'hard')}" in page
     assert f"focal loss (hard {paired('mr2', 'focal', 'hard')}, easy {paired('mr2', 'focal', 'easy')})" in page
     assert f"than group DRO ({paired('mr2', 'dro', 'easy')})" in page
     assert f"the easy classes ({paired('dro', 'erm', 'easy')}) for the hard ones ({paired('dro', 'erm', 'hard')})" in page
     assert f"hard {paired('mr2', 'erm', 'hard')} (equivalent" in page
-    t = group_by_seed(snap, "mnist1d", "hard")
-    d = (t["mr2"] - t["erm"]).to_numpy()
-    assert f"hard-class gain over ERM at {paired('mr2', 'erm', 'hard')}: not shown there" in readme
-    assert f"above {t_interval(d, 0.90)[1]:.1f} points excluded on both run sets" in readme
+    d = paired_by_seed(snap, "mnist1d", "mr2", "erm", "hard")
+    assert f"hard-class gain over ERM at {delta_text(d)}: not shown there" in text
+    assert f"above {t_interval(d, 0.90)[1]:.1f} points excluded on both run sets" in text
     chosen = yaml.safe_load((snap / "tune" / "mnist1d" / "chosen.yaml").read_text())["methods"]["mr2"]
     assert f"c̄ = {chosen['c_bar']:g}, λ = {chosen['lam']:g} here" in page
     conv = pd.read_csv(snap / "convergence.csv")
     assert set(conv["method"]) == {"erm", "mr2", "dro", "ldam", "focal"}
-    assert ((conv["all_gain"].abs() <= 1) & (conv["hard_gain"].abs() <= 1)).all()
+    assert (conv["tolerance"] == 1).all()
+    assert ((conv["all_gain"].abs() <= conv["tolerance"]) & (conv["hard_gain"].abs() <= conv["tolerance"])).all()
     assert "Every method is within 1 point of its own 4×-longer training" in page
