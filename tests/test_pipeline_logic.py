@@ -350,3 +350,27 @@ def test_an_output_root_that_is_the_file_systems_root_or_a_file_is_refused(tmp_p
     with pytest.raises(PipelineConfigError, match="config key 'output_root'.*existing file"):
         smoke(output_root=str(tmp_path / "f"))
     assert smoke(output_root=str(tmp_path / "new"))["output_root"] == str(tmp_path / "new")
+
+
+def test_a_method_with_its_own_epochs_trains_them_in_its_runs_trials_and_check_and_moves_no_other_run():
+    """datasets.<d>.method_epochs.dro: 40 -> DRO's final runs and trials train 40 epochs and its check
+    160; ERM's and MR²'s runs (20 and 80 epochs) keep their folders."""
+    raw = yaml.safe_load((REPO / "config" / "tuned-baselines.yaml").read_text())
+    before = checked(copy.deepcopy(raw), SCHEMAS)
+    raw["datasets"]["fashion_mnist"]["method_epochs"] = {"dro": 40}
+    after = checked(raw, SCHEMAS)
+    chosen = first_trial_chosen(after)
+    epochs = lambda c, d, m, v="default": plan.run_config(c, SCHEMA, d, m, v, 0, chosen)["train"]["epochs"]  # noqa: E731
+    assert [epochs(after, "fashion_mnist", "dro"), epochs(after, "fashion_mnist", "dro", "trial3"),
+            epochs(after, "fashion_mnist.x4", "dro")] == [40, 40, 160]
+    assert [epochs(after, "fashion_mnist", "erm"), epochs(after, "fashion_mnist.x4", "mr2")] == [20, 80]
+    for d, m in [("fashion_mnist", "erm"), ("fashion_mnist", "mr2"), ("fashion_mnist.x4", "focal")]:
+        assert plan.run_hash(after, SCHEMA, d, m, "default", chosen) == plan.run_hash(before, SCHEMA, d, m, "default", chosen)
+    assert plan.run_hash(after, SCHEMA, "fashion_mnist", "dro", "default", chosen) != \
+        plan.run_hash(before, SCHEMA, "fashion_mnist", "dro", "default", chosen)
+    raw["datasets"]["fashion_mnist"]["method_epochs"] = {"jtt": 40}
+    with pytest.raises(PipelineConfigError, match=r"datasets\.fashion_mnist\.method_epochs\.jtt.*not in 'methods'"):
+        checked(raw, SCHEMAS)
+    raw["datasets"]["fashion_mnist"]["method_epochs"] = {"dro": 0}
+    with pytest.raises(PipelineConfigError, match=r"datasets\.fashion_mnist\.method_epochs\.dro"):
+        checked(raw, SCHEMAS)

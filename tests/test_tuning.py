@@ -252,6 +252,26 @@ def test_convergence_gains_are_paired_by_seed_on_the_settings_groups():
     assert C.convergence_table(pc, runs[runs["dataset"] == "d"].drop(columns=[C.TAG]), G.difficulty_table(pc)).empty
 
 
+def test_a_method_with_its_own_epochs_is_checked_at_factor_times_its_own_and_the_regime_names_it():
+    """Group DRO trained 40 epochs where the others train 20 (config key method_epochs): its check is its
+    own 160-epoch runs against its 40-epoch ones, and the setting's regime says so."""
+    from mr2.results.verdicts import settings_table
+
+    pc = family_table(seeds=3)
+    per_class = pd.concat([pc, pc.assign(dataset="d.x4")], ignore_index=True)
+    runs = per_class.drop_duplicates(["dataset", "method", "variant", "seed"])[["dataset", "method", "variant", "seed"]]
+    dro, check = runs["method"].eq("dro"), runs["dataset"].eq("d.x4")
+    runs = runs.assign(**{C.EPOCHS: np.where(dro, 40, 20) * np.where(check, 4, 1), C.TAG: np.where(check, "d", None),
+                          "config.data.train_cap": 1000})
+    table = C.convergence_table(per_class, runs, G.difficulty_table(per_class), tolerance=1.0).set_index("method")
+    assert (table.loc["dro", "epochs"], table.loc["dro", "check_epochs"]) == (40, 160)
+    assert (table.loc["erm", "epochs"], table.loc["erm", "check_epochs"]) == (20, 80)
+    regime = settings_table(runs, table.reset_index()).set_index("dataset")["regime"]
+    assert regime["d"] == "1000/class × 20 ep (dro 40 ep)" and regime["d.x4"] == "1000/class × 80 ep (dro 160 ep)"
+    alike = settings_table(runs.assign(**{C.EPOCHS: 20}), table.reset_index()).set_index("dataset")["regime"]
+    assert alike["d"] == "1000/class × 20 ep"
+
+
 def test_the_report_verdict_reads_the_convergence_checks_it_is_given(tmp_path):
     """A 12-seed setting whose every method is within tolerance at 4x the epochs earns words in the
     report's verdict table; without its convergence checks the same runs are sensitivity, "convergence

@@ -190,6 +190,11 @@ def check_cross_keys(config: dict, schema: dict) -> None:
     for method in config["method_model"]:
         if method not in methods and not (swept and method == sweep_method):
             raise PipelineConfigError(f"config key 'method_model.{method}': method {method!r} is not run")
+    for dataset, block in config["datasets"].items():
+        for method in block.get("method_epochs", {}):
+            if method not in methods:
+                raise PipelineConfigError(f"config key 'datasets.{dataset}.method_epochs.{method}': method "
+                                          f"{method!r} is not in 'methods' {methods}")
     for method in config["method_options"]:
         if method not in methods and not (swept and method == sweep_method):
             raise PipelineConfigError(

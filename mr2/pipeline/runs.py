@@ -2,7 +2,7 @@
 name their folders.
 
 A run is (dataset, method, variant, seed). Its run config is the `run` section updated by the
-dataset's block, the method's model settings and options, the variant's option (a sweep's, a trial's
+dataset's block (and its `method_epochs` for the method, if any), the method's model settings and options, the variant's option (a sweep's, a trial's
 or the tuning's choice), the seed and the run's tags; the engine fills every other key with its
 defaults (`mr2 configure`). The folder of a run is named after the first 8 hex digits of SHA-256 of its
 run config without the seed, so the seeds of one setting share their parent folder and a changed
@@ -106,12 +106,15 @@ def merged(base: dict, update: Mapping) -> dict:
 
 def dataset_block(config: dict, dataset: str) -> dict:
     """The config's block of a target's dataset (a convergence check's: its dataset's block with factor x
-    the epochs); a `PipelineConfigError` naming the key when there is none."""
+    the epochs, and factor x each method's own `method_epochs`); a `PipelineConfigError` naming the key
+    when there is none."""
     checks = convergence_datasets(config)
     if dataset in checks:
         base = checks[dataset]
-        epochs = convergence_section(config)["factor"] * epochs_of(config, base)
-        return merged(config["datasets"][base], {"train": {"epochs": epochs}})
+        factor = convergence_section(config)["factor"]
+        own = {m: factor * e for m, e in config["datasets"][base].get("method_epochs", {}).items()}
+        block = merged(config["datasets"][base], {"train": {"epochs": factor * epochs_of(config, base)}})
+        return {**block, "method_epochs": own} if own else block
     if dataset not in config["datasets"]:
         raise PipelineConfigError(
             f"the target's dataset {dataset!r} is not in config key 'datasets' "
@@ -122,14 +125,16 @@ def dataset_block(config: dict, dataset: str) -> dict:
 
 def run_config(config: dict, schema: dict, dataset: str, method: str, variant: str, seed: int | str,
                chosen: Chosen | None = None) -> dict[str, Any]:
-    """The settings of one run as the pipeline states them: the `run` section, the dataset's block,
-    the method's model settings (`method_model`), the method's options, the variant's option (a
+    """The settings of one run as the pipeline states them: the `run` section, the dataset's block (its
+    `method_epochs` for this method, if any), the method's model settings (`method_model`), the method's options, the variant's option (a
     sweep's, a trial's, or the tuning's choice for a tuned method's default variant), the seed and the
     run's tags. The engine fills every key left out with its defaults (`mr2 configure`) and writes the
     result as the run's run.yaml."""
     block = dataset_block(config, dataset)
     cfg = merged(config["run"], {key: block.get(key, {}) for key in ("data", "model", "train")})
     cfg = merged(cfg, {"model": config["method_model"].get(method, {})})  # the method's own model settings
+    if method in block.get("method_epochs", {}):  # a method slower to converge: its own epochs
+        cfg = merged(cfg, {"train": {"epochs": block["method_epochs"][method]}})
     options = copy.deepcopy(config["method_options"].get(method, {}))
     tags: dict[str, Any] = {"variant": variant, "dataset_key": dataset}
     checks = convergence_datasets(config)

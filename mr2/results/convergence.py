@@ -39,20 +39,26 @@ def convergence_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups
         g = groups[groups["dataset"] == base]
         short = run_group_accuracy(per_class[per_class["dataset"] == base], g)
         long = run_group_accuracy(per_class[per_class["dataset"] == key].assign(dataset=base), g)
-        base_epochs = runs.loc[runs["dataset"] == base, EPOCHS]
         for (method, variant), frame in long.groupby(["method", "variant"], sort=False):
             mine = short[short["method"].eq(method) & short["variant"].eq(variant)].set_index("seed")
             frame = frame.set_index("seed")
             common = frame.index.intersection(mine.index)
             row = {"dataset": base, "check": key, "method": method, "variant": variant,
-                   "epochs": int(base_epochs.iloc[0]) if len(base_epochs) else math.nan,
-                   "check_epochs": int(check[EPOCHS]), "n_paired": len(common), "tolerance": tolerance}
+                   "epochs": own_epochs(runs, base, method, variant), "check_epochs": own_epochs(runs, key, method, variant),
+                   "n_paired": len(common), "tolerance": tolerance}
             for m in GAINS:
                 d = paired_difference(frame.loc[common, m].to_numpy() * scale, mine.loc[common, m].to_numpy() * scale)
                 row.update({f"{m}_gain": d["diff"], f"{m}_gain_lo": d["diff_lo"], f"{m}_gain_hi": d["diff_hi"]})
             row["converged"] = bool(len(common)) and all(row[f"{m}_gain"] <= tolerance for m in GAINS)
             rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def own_epochs(runs: pd.DataFrame, dataset: str, method: str, variant: str) -> float:
+    """The epochs ``method``'s ``variant`` trains in ``dataset`` (each method may train its own, config key
+    ``method_epochs``), from its runs' resolved configs; NaN when it has no run there."""
+    mine = runs[runs["dataset"].eq(dataset) & runs["method"].eq(method) & runs["variant"].eq(variant)]
+    return int(mine[EPOCHS].iloc[0]) if len(mine) else math.nan
 
 
 def convergence_summary(table: pd.DataFrame, dataset: str, methods: list[str]) -> tuple[bool | None, str]:

@@ -78,6 +78,19 @@ BEGIN, END = "<!-- verdicts -->", "<!-- /verdicts -->"
 TUNED, CHECK = "config.tags.tuned", "config.tags.convergence_of"  # run-config tags of tuned runs and checks
 
 
+def regime_text(runs: pd.DataFrame, cap, epochs) -> str:
+    """A setting's regime ("1000/class × 20 ep", ``regime_label``) at the epochs most of its methods
+    train, then each method that trains its own (config key ``method_epochs``): "1000/class × 20 ep
+    (dro 40 ep)". ``runs``: the setting's default-variant runs; ``epochs``: used when they say none."""
+    column = SETTING_COLUMNS["epochs"]
+    if "method" not in runs or column not in runs or runs.empty:
+        return regime_label(cap, epochs)
+    own = runs.groupby("method", sort=False)[column].first().astype(int)
+    common = own.value_counts().sort_index(kind="stable").idxmax()  # the most methods' epochs (ties: the fewest)
+    others = ", ".join(f"{m} {e} ep" for m, e in own.items() if e != common)
+    return regime_label(cap, common) + (f" ({others})" if others else "")
+
+
 def settings_table(runs: pd.DataFrame | None, convergence: pd.DataFrame | None = None) -> pd.DataFrame:
     """A row per dataset key of the runs table: dataset, data (data.name, with "long-tailed, ratio r"
     when ``data.imbalance`` is set), model (model.name), regime ("600/class × 6 ep",
@@ -96,12 +109,13 @@ def settings_table(runs: pd.DataFrame | None, convergence: pd.DataFrame | None =
     if IMBALANCE_COLUMN in first:
         ratio = pd.to_numeric(first[IMBALANCE_COLUMN], errors="coerce").to_numpy()
         out["data"] = [d if math.isnan(r) else f"{d} (long-tailed, ratio {r:g})" for d, r in zip(out["data"], ratio)]
+    default = runs[runs["variant"].eq(DEFAULT_VARIANT)] if "variant" in runs else runs
     if SETTING_COLUMNS["epochs"] in first:
         caps = first[SETTING_COLUMNS["train_cap"]] if SETTING_COLUMNS["train_cap"] in first else [None] * len(first)
-        out["regime"] = [regime_label(c, e) for c, e in zip(caps, first[SETTING_COLUMNS["epochs"]])]
+        out["regime"] = [regime_text(default[default["dataset"].eq(d)], c, e)
+                         for d, c, e in zip(out["dataset"], caps, first[SETTING_COLUMNS["epochs"]])]
     else:
         out["regime"] = ""
-    default = runs[runs["variant"].eq(DEFAULT_VARIANT)] if "variant" in runs else runs
     if {"method", "seed"} <= set(default):
         seeds = default.groupby(["dataset", "method"], sort=False)["seed"].nunique().groupby(level=0).min()
     else:
