@@ -62,8 +62,23 @@ def test_regimes_come_from_the_configs_ordered_by_size_then_epochs():
 def test_a_dataset_key_with_two_regimes_is_an_error_naming_it():
     runs = regime_tables()["runs"]
     runs.loc[(runs["dataset"] == "fm_mid") & (runs["seed"] == 1), "config.train.epochs"] = 11
-    with pytest.raises(ValueError, match="'fm_mid' differ in config.train.epochs"):
+    with pytest.raises(ValueError, match="'fm_mid' and method 'erm' differ in config.train.epochs"):
         regimes.regimes(runs)
+    runs = regime_tables()["runs"]
+    runs.loc[(runs["dataset"] == "fm_long") & (runs["seed"] == 1), "config.data.train_cap"] = 700
+    with pytest.raises(ValueError, match="'fm_long' differ in config.data.train_cap"):
+        regimes.regimes(runs)
+
+
+def test_a_method_with_its_own_epochs_keeps_its_key_in_the_regime_of_the_other_methods():
+    """config key method_epochs: DRO trains 40 epochs where the block's others train 6; the key stays
+    "600/class × 6 ep" (what most of its methods train), and a report over it does not stop."""
+    t = regime_tables()
+    runs = t["runs"]
+    runs.loc[(runs["dataset"] == "fm_short") & (runs["method"] == "mr2_uniform"), "config.train.epochs"] = 40
+    keys = regimes.regimes(runs).set_index("dataset")
+    assert keys.loc["fm_short", "regime"] == "600/class × 6 ep" and keys.loc["fm_short", "epochs"] == 6
+    assert list(keys.sort_values("order").index) == ["fm_short", "fm_long", "fm_mid", "fm_full"]
 
 
 def test_two_keys_in_one_regime_are_told_apart_by_their_key():

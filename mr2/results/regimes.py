@@ -47,18 +47,27 @@ def regimes(runs: pd.DataFrame | None) -> pd.DataFrame:
     """A row per dataset key whose data name is run under at least two keys: data_name, dataset,
     train_cap (NaN = all), epochs, regime (its label) and order (0 = smallest, then shortest,
     within its data name). Empty when the runs table lacks the config columns. A dataset key whose
-    runs disagree on a column is an error naming the key and the column."""
+    runs disagree on the data or the size, or one method's runs on the epochs, is an error naming
+    the key and the column. A method may train its own epochs in a key (config key ``method_epochs``):
+    the key's epochs are those most of its methods train (the fewest on a tie), the block's ``train.epochs``."""
     empty = pd.DataFrame(columns=["data_name", "dataset", "train_cap", "epochs", "regime", "order"])
-    if runs is None or not set(CONFIG_COLUMNS.values()) <= set(runs.columns):
+    if runs is None or not set(CONFIG_COLUMNS.values()) <= {*runs.columns} or "method" not in runs:
         return empty
-    frame = runs[["dataset", *CONFIG_COLUMNS.values()]].rename(columns={v: k for k, v in CONFIG_COLUMNS.items()})
+    frame = runs[["dataset", "method", *CONFIG_COLUMNS.values()]].rename(columns={v: k for k, v in CONFIG_COLUMNS.items()})
     frame = frame.assign(train_cap=pd.to_numeric(frame["train_cap"]))
     for column in CONFIG_COLUMNS:
-        varies = frame.groupby("dataset")[column].nunique(dropna=False)
+        by = ["dataset", "method"] if column == "epochs" else ["dataset"]
+        varies = frame.groupby(by)[column].nunique(dropna=False)
         if (varies > 1).any():
-            raise ValueError(f"runs of dataset key {varies[varies > 1].index[0]!r} differ in "
+            where = varies[varies > 1].index[0]
+            key, whose = (where if column == "epochs" else (where, None))
+            raise ValueError(f"runs of dataset key {key!r}{f' and method {whose!r}' if whose else ''} differ in "
                              f"{CONFIG_COLUMNS[column]}; a dataset key is one training regime")
-    keys = frame.drop_duplicates("dataset")
+    per_method = frame.drop_duplicates(["dataset", "method"])
+    counts = per_method.groupby(["dataset", "epochs"]).size().rename("n").reset_index()
+    block = counts.sort_values(["dataset", "n", "epochs"], ascending=[True, False, True]).drop_duplicates("dataset")
+    keys = frame.drop_duplicates("dataset").drop(columns=["method", "epochs"]).merge(
+        block[["dataset", "epochs"]], on="dataset")
     keys = keys[keys.groupby("data_name")["dataset"].transform("size") >= 2]
     if keys.empty:
         return empty
