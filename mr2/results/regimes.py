@@ -43,6 +43,12 @@ def regime_label(train_cap: float, epochs: int) -> str:
     return f"{size} × {int(epochs)} ep"
 
 
+def block_epochs(epochs_by_method: pd.Series) -> int:
+    """A setting's epochs (its block's ``train.epochs``) from one value per method, as a method may train
+    its own (config key ``method_epochs``): the epochs most of its methods train, the fewest on a tie."""
+    return int(epochs_by_method.value_counts().sort_index(kind="stable").idxmax())
+
+
 def regimes(runs: pd.DataFrame | None) -> pd.DataFrame:
     """A row per dataset key whose data name is run under at least two keys: data_name, dataset,
     train_cap (NaN = all), epochs, regime (its label) and order (0 = smallest, then shortest,
@@ -60,14 +66,12 @@ def regimes(runs: pd.DataFrame | None) -> pd.DataFrame:
         varies = frame.groupby(by)[column].nunique(dropna=False)
         if (varies > 1).any():
             where = varies[varies > 1].index[0]
-            key, whose = (where if column == "epochs" else (where, None))
-            raise ValueError(f"runs of dataset key {key!r}{f' and method {whose!r}' if whose else ''} differ in "
-                             f"{CONFIG_COLUMNS[column]}; a dataset key is one training regime")
-    per_method = frame.drop_duplicates(["dataset", "method"])
-    counts = per_method.groupby(["dataset", "epochs"]).size().rename("n").reset_index()
-    block = counts.sort_values(["dataset", "n", "epochs"], ascending=[True, False, True]).drop_duplicates("dataset")
+            name = f"{where[0]!r} and method {where[1]!r}" if column == "epochs" else repr(where)
+            raise ValueError(f"runs of dataset key {name} differ in {CONFIG_COLUMNS[column]}; "
+                             "a dataset key is one training regime")
+    common = frame.drop_duplicates(["dataset", "method"]).groupby("dataset")["epochs"].agg(block_epochs)
     keys = frame.drop_duplicates("dataset").drop(columns=["method", "epochs"]).merge(
-        block[["dataset", "epochs"]], on="dataset")
+        common.rename("epochs"), left_on="dataset", right_index=True)
     keys = keys[keys.groupby("data_name")["dataset"].transform("size") >= 2]
     if keys.empty:
         return empty

@@ -49,7 +49,7 @@ from scipy import stats
 from ..common.io import block_lines, fill_block_lines, save_text
 from ..common.runs import DEFAULT_VARIANT
 from .convergence import convergence_summary
-from .regimes import regime_label
+from .regimes import block_epochs, regime_label
 from .longtail import IMBALANCE_COLUMN
 from .statistics import (EFFECT_OF_INTEREST, EQUIVALENT, LEVEL, MIN_SEEDS, minimum_detectable_effect,
                          paired_p_value)
@@ -80,13 +80,13 @@ TUNED, CHECK = "config.tags.tuned", "config.tags.convergence_of"  # run-config t
 
 def regime_text(runs: pd.DataFrame, cap, epochs) -> str:
     """A setting's regime ("1000/class × 20 ep", ``regime_label``) at the epochs most of its methods
-    train, then each method that trains its own (config key ``method_epochs``): "1000/class × 20 ep
-    (dro 40 ep)". ``runs``: the setting's default-variant runs; ``epochs``: used when they say none."""
+    train (``block_epochs``), then each method that trains its own (config key ``method_epochs``):
+    "1000/class × 20 ep (dro 40 ep)". ``runs``: the setting's default-variant runs; ``epochs``: used when they say none."""
     column = SETTING_COLUMNS["epochs"]
     if "method" not in runs or column not in runs or runs.empty:
         return regime_label(cap, epochs)
     own = runs.groupby("method", sort=False)[column].first().astype(int)
-    common = own.value_counts().sort_index(kind="stable").idxmax()  # the most methods' epochs (ties: the fewest)
+    common = block_epochs(own)
     others = ", ".join(f"{m} {e} ep" for m, e in own.items() if e != common)
     return regime_label(cap, common) + (f" ({others})" if others else "")
 
