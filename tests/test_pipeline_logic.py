@@ -74,6 +74,7 @@ def test_run_and_data_hashes_of_the_shipped_configs_are_unchanged(name):
 
 
 @pytest.mark.parametrize("baselines, twin", [("tuned-baselines", "tuned-fashion-mnist"),
+                                             ("tuned-dro", "tuned-fashion-mnist"),
                                              ("tuned-baselines-mnist1d", "tuned-mnist1d")])
 def test_a_baselines_config_reuses_its_twins_erm_and_mr2_runs(baselines, twin):
     """The baselines' configs say: copy the twin's runs/ and data/ and its ERM and MR² runs are reused.
