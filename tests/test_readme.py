@@ -540,3 +540,46 @@ def test_the_words_on_the_tuned_mnist1d_baselines_are_their_snapshot():
     assert (conv["tolerance"] == 1).all()
     assert ((conv["all_gain"].abs() <= conv["tolerance"]) & (conv["hard_gain"].abs() <= conv["tolerance"])).all()
     assert "Every method is within 1 point of its own 4×-longer training" in page
+
+
+def test_the_words_on_group_dro_at_its_own_convergence_are_its_snapshot():
+    """What the README and docs/results.md say about group DRO trained to its own convergence
+    (config/tuned-dro.yaml: DRO at 40 epochs, ERM and MR² at 20; made on an Intel CPU): MR² − DRO and
+    each method − ERM paired by seed on the hard and easy thirds, DRO at 4× its epochs against itself,
+    the options chosen, and how far the same run folders moved from the AMD-made tuned twin."""
+    import yaml
+
+    text = " ".join((ROOT / "README.md").read_text().split())
+    page = " ".join(PAGE.read_text().split())
+    snap = ROOT / "docs" / "results" / "tuned-dro"
+    twin = ROOT / "docs" / "results" / "tuned-fashion-mnist"
+
+    def paired(a, b, group, folder=snap):
+        d = paired_by_seed(folder, "fashion_mnist", a, b, group)
+        assert len(d) == 16
+        return delta_text(d)
+
+    assert (f"MR² − group DRO {paired('mr2', 'dro', 'hard')} on the hard classes and "
+            f"{paired('mr2', 'dro', 'easy')} on the easy ones" in text)
+    assert f"MR² − DRO on the hard classes is {paired('mr2', 'dro', 'hard')}" in page
+    assert f"(MR² − DRO {paired('mr2', 'dro', 'easy')})" in page
+    assert (f"DRO − ERM {paired('dro', 'erm', 'hard')} on the hard classes, MR² − ERM "
+            f"{paired('mr2', 'erm', 'hard')}" in page)
+    assert f"easy classes (DRO − ERM {paired('dro', 'erm', 'easy')})" in page
+    # DRO at 4x its 40 epochs against itself at 40, paired by seed, on all and on the hard classes
+    for group in ("all", "hard"):
+        x4, x1 = group_by_seed(snap, "fashion_mnist.x4", group)["dro"], group_by_seed(snap, "fashion_mnist", group)["dro"]
+        d = (x4 - x1.loc[x4.index]).to_numpy()
+        assert len(d) == 3 and d.mean() <= 1  # gains at most the 1-point tolerance: at its convergence
+        assert f"{group} {delta_text(d)}" in page
+    chosen = yaml.safe_load((snap / "tune" / "fashion_mnist" / "chosen.yaml").read_text())["methods"]
+    assert f"η = {chosen['dro']['eta']:g}" in page
+    assert f"c̄ = {chosen['mr2']['c_bar']:g}, λ = {chosen['mr2']['lam']:g}" in page
+    # the same run folders as the AMD-made twin, other numbers: the largest per-class difference
+    here, there = (pd.read_csv(f / "per_class.csv").query("dataset == 'fashion_mnist' and variant == 'default'")
+                   .set_index(["method", "seed", "class"])["accuracy"] for f in (snap, twin))
+    both = here.index.intersection(there.index)
+    assert len(both) == 2 * 16 * 10
+    largest = (here[both] - there[both]).abs().max() * 100
+    assert largest > 0 and f"by up to {largest:.1f} points per class" in page
+    assert f"hard {paired('mr2', 'erm', 'hard')} here, {paired('mr2', 'erm', 'hard', twin)} there" in page
