@@ -386,6 +386,18 @@ def paired_by_seed(snap: Path, dataset: str, a: str, b: str, group: str):
     return (t[a] - t[b]).dropna().to_numpy()
 
 
+def flat(path: Path) -> str:
+    """A page as one line, every run of whitespace one space: a sentence is found whatever its line breaks."""
+    return " ".join(path.read_text().split())
+
+
+def paired_text(snap: Path, dataset: str, a: str, b: str, group: str, seeds: int) -> str:
+    """``paired_by_seed`` as the pages write it (``delta_text``), over exactly ``seeds`` paired seeds."""
+    d = paired_by_seed(snap, dataset, a, b, group)
+    assert len(d) == seeds, (a, b, group, len(d))
+    return delta_text(d)
+
+
 def delta_text(d) -> str:
     """A paired Δ as the pages write it: mean [95 % t-interval over seeds], each signed (−)."""
     lo, hi = t_interval(d)
@@ -411,7 +423,7 @@ def premise_rho(snap: Path, dataset: str):
 
 def test_the_premise_on_mnist1d_quoted_from_its_snapshot():
     """The premise's ρ on MNIST-1D that docs/results.md quotes, recomputed from the tuned twin's per-class table."""
-    page = " ".join(PAGE.read_text().split())
+    page = flat(PAGE)
     rho = premise_rho(ROOT / "docs" / "results" / "tuned-mnist1d", "mnist1d")
     a, gamma, own = rho("erm", "a"), rho("mr2", "gamma"), rho("mr2", "a")
     assert f"ρ(ERM error, a_k) = {fmt(a[0])} [{fmt(a[1])}, {fmt(a[2])}]; ‖μ̂_k‖² is three quarters" in page
@@ -426,8 +438,8 @@ def test_the_readme_words_on_the_tuned_run_are_its_snapshots():
     power run's comparisons."""
     import yaml
 
-    text = " ".join((ROOT / "README.md").read_text().split())
-    page = " ".join(PAGE.read_text().split())
+    text = flat(ROOT / "README.md")
+    page = flat(PAGE)
     snap = ROOT / "docs" / "results" / "tuned-fashion-mnist"
     chosen = yaml.safe_load((snap / "tune" / "fashion_mnist" / "chosen.yaml").read_text())["methods"]["mr2"]
     assert f"c̄ = {chosen['c_bar']:g} and λ = {chosen['lam']:g}" in text
@@ -448,7 +460,7 @@ def test_the_readme_words_on_the_mnist1d_twin_are_its_snapshot():
     chosen.yaml, and the hard third's accuracy per run from per_class.csv and groups.csv."""
     import yaml
 
-    text = " ".join((ROOT / "README.md").read_text().split())
+    text = flat(ROOT / "README.md")
     snap = ROOT / "docs" / "results" / "tuned-mnist1d"
     chosen = yaml.safe_load((snap / "tune" / "mnist1d" / "chosen.yaml").read_text())["methods"]["mr2"]
     d = paired_by_seed(snap, "mnist1d", "mr2", "erm", "hard")
@@ -461,7 +473,7 @@ def test_the_words_on_the_16_seed_release_options_run_are_its_snapshot():
     """docs/results.md's reading of config/power.yaml (the release's options, 16 seeds): the hard-class
     Δ, its 95 % interval and the two one-sided tests' 90 % interval that excludes a 1-point gain,
     recomputed from the snapshot's per-seed per-class table and groups with numpy and scipy."""
-    page = " ".join(PAGE.read_text().split())
+    page = flat(PAGE)
     d = paired_by_seed(ROOT / "docs" / "results" / "power", "fashion_mnist", "mr2", "erm", "hard")
     assert len(d) == 16
     assert f"MR² − ERM on the hard classes is {delta_text(d)}" in page
@@ -476,8 +488,8 @@ def test_the_words_on_the_tuned_baselines_are_their_snapshot():
     the options chosen) recomputed from the snapshot's per-seed per-class table, groups and chosen.yaml."""
     import yaml
 
-    text = " ".join((ROOT / "README.md").read_text().split())
-    page = " ".join(PAGE.read_text().split())
+    text = flat(ROOT / "README.md")
+    page = flat(PAGE)
     snap = ROOT / "docs" / "results" / "tuned-baselines"
 
     def paired(a, b, group):
@@ -513,14 +525,12 @@ def test_the_words_on_the_tuned_mnist1d_baselines_are_their_snapshot():
     convergence table and chosen.yaml."""
     import yaml
 
-    text = " ".join((ROOT / "README.md").read_text().split())
-    page = " ".join(PAGE.read_text().split())
+    text = flat(ROOT / "README.md")
+    page = flat(PAGE)
     snap = ROOT / "docs" / "results" / "tuned-baselines-mnist1d"
 
     def paired(a, b, group):
-        d = paired_by_seed(snap, "mnist1d", a, b, group)
-        assert len(d) == 10
-        return delta_text(d)
+        return paired_text(snap, "mnist1d", a, b, group, seeds=10)
 
     assert (f"MR² − group DRO {paired('mr2', 'dro', 'hard')}, MR² − LDAM-DRW {paired('mr2', 'ldam', 'hard')}, "
             f"MR² − focal {paired('mr2', 'focal', 'hard')}; 10 seeds" in text)
@@ -549,15 +559,13 @@ def test_the_words_on_group_dro_at_its_own_convergence_are_its_snapshot():
     the options chosen, and how far the same run folders moved from the AMD-made tuned twin."""
     import yaml
 
-    text = " ".join((ROOT / "README.md").read_text().split())
-    page = " ".join(PAGE.read_text().split())
+    text = flat(ROOT / "README.md")
+    page = flat(PAGE)
     snap = ROOT / "docs" / "results" / "tuned-dro"
     twin = ROOT / "docs" / "results" / "tuned-fashion-mnist"
 
     def paired(a, b, group, folder=snap):
-        d = paired_by_seed(folder, "fashion_mnist", a, b, group)
-        assert len(d) == 16
-        return delta_text(d)
+        return paired_text(folder, "fashion_mnist", a, b, group, seeds=16)
 
     assert (f"MR² − group DRO {paired('mr2', 'dro', 'hard')} on the hard classes and "
             f"{paired('mr2', 'dro', 'easy')} on the easy ones" in text)
