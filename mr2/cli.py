@@ -117,8 +117,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--runs", nargs="+", required=True, help="the trials' run folders and the reference's at the trials' "
                                                             "seeds (each with config.yaml and eval_val/)")
     p.add_argument("--reference", default="erm", help="the method whose validation accuracy ranks easy/medium/hard")
-    p.add_argument("--criterion", choices=("hard", "all"), default="hard",
-                   help="the validation accuracy maximised: of the hard third (default) or of all classes")
+    p.add_argument("--criterion", choices=("hard", "all", "claim"), default="hard",
+                   help="the selection rule (mr2.results.tuning.ranks): the hard group's validation accuracy "
+                        "(default), all classes', or 'claim' (the best hard group among the trials that keep the "
+                        "easy group within --effect of the reference's)")
+    p.add_argument("--effect", type=float, default=1.0,
+                   help="effect_of_interest, points: how far below the reference's validation easy-group "
+                        "accuracy a trial admitted by the 'claim' rule may be")
     p.add_argument("--out", required=True, help="the tuning folder")
     p = sub.add_parser("table", help="the results table (mean ± sd, paired differences) as CSV and Markdown, "
                                      "the paired comparisons (comparisons.csv) and the settings (settings.csv)")
@@ -319,7 +324,8 @@ def results_step(args) -> None:
         from .results.tuning import write_tuning
 
         tables = results.aggregate(args.runs, eval_subdir="eval_val")
-        record = write_tuning(tables["per_class"], tables["runs"], args.out, args.criterion, args.reference)
+        record = write_tuning(tables["per_class"], tables["runs"], args.out, args.criterion, args.reference,
+                              args.effect)
         print(f"[tune] {record['dataset']}: chosen {record['methods']} -> {args.out}")
     elif args.step == "table":
         t = results.read_tables(args.tables, ("per_class", "runs", "groups"))

@@ -42,3 +42,40 @@ def pin_cpu_kernels(environ: MutableMapping[str, str] | None = None, machine: st
     added = {name: value for name, value in KERNEL_CAPS.items() if name not in environ}
     environ.update(added)
     return added
+
+
+#: every variable a run's CPU numbers depend on beyond its config (recorded in the run, compared on resume)
+KERNEL_VARIABLES = (CHOICE, *KERNEL_CAPS)
+
+
+def kernel_settings(environ: MutableMapping[str, str] | None = None) -> dict[str, str | None]:
+    """The value of each of ``KERNEL_VARIABLES`` in ``environ`` (``os.environ``), None where unset."""
+    environ = os.environ if environ is None else environ
+    return {name: environ.get(name) for name in KERNEL_VARIABLES}
+
+
+def _cpuinfo_field(name: str, cpuinfo: str | None) -> str | None:
+    """The first value of field ``name`` in ``cpuinfo`` (the text of /proc/cpuinfo, read when None)."""
+    if cpuinfo is None:
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+                cpuinfo = handle.read()
+        except OSError:
+            cpuinfo = ""
+    for line in cpuinfo.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == name and value.strip():
+            return " ".join(value.split())
+    return None
+
+
+def cpu_model(cpuinfo: str | None = None) -> str:
+    """The CPU's model name (the first ``model name`` line of /proc/cpuinfo, else
+    ``platform.processor()``, else ``unknown``): the machine a run's numbers were made on."""
+    return _cpuinfo_field("model name", cpuinfo) or platform.processor() or "unknown"
+
+
+def cpu_vendor(cpuinfo: str | None = None) -> str:
+    """The CPU's vendor (``vendor_id`` of /proc/cpuinfo: GenuineIntel, AuthenticAMD, ...; else
+    ``unknown``): runs of different vendors give other numbers and are never paired."""
+    return _cpuinfo_field("vendor_id", cpuinfo) or "unknown"

@@ -7,6 +7,7 @@ written into its run config, its variant is ``trial<i>`` and it is scored on the
 
   trial_options   the options of every trial of one method (log-uniform draws, 3 significant digits)
   trial_variant   ``trial3``: the variant name of trial 3; ``trial_index`` reads it back
+  split_options   a trial's options split into the loss's and the training recipe's (``train.lr``)
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ import re
 
 TRIAL_PREFIX = "trial"
 _TRIAL = re.compile(rf"^{TRIAL_PREFIX}([0-9]+)\Z")
+#: a searched option named ``train.<key>`` is the training recipe's ``train.<key>`` (the same for every
+#: method), not a loss option; these are the recipe's keys a search may draw (positive numbers)
+TRAIN_PREFIX = "train."
+TUNABLE_TRAIN = ("lr", "weight_decay", "momentum", "min_lr", "warmup_epochs")
 #: the tags a run config carries when its options were chosen by tuning, and a trial's index
 TUNED_TAG, TRIAL_TAG = "tuned", "trial"
 
@@ -60,3 +65,18 @@ def trial_options(space: dict[str, list[float]], trials: int, seed: int, method:
         for options in out:
             options[name] = significant(math.exp(rng.uniform(low, high)))
     return out
+
+
+def split_options(options: dict) -> tuple[dict, dict]:
+    """(loss options, training options) of a trial's or a choice's ``options``: ``train.lr: 0.1`` is
+    the training recipe's ``lr`` (``TRAIN_PREFIX``), every other name a loss option."""
+    loss = {k: v for k, v in options.items() if not k.startswith(TRAIN_PREFIX)}
+    train = {k[len(TRAIN_PREFIX):]: v for k, v in options.items() if k.startswith(TRAIN_PREFIX)}
+    return loss, train
+
+
+def option_column(name: str) -> str:
+    """The column of the runs table (a run's config.yaml, flattened) that holds searched option ``name``."""
+    if name.startswith(TRAIN_PREFIX):
+        return "config." + name
+    return "config.method.options." + name

@@ -55,6 +55,7 @@ from .data.cache import check_made_from, check_same_file
 import shutil
 
 from ..common.io import remove_stray_temporaries, save_csv, save_yaml, writable_folder
+from ..common.kernels import cpu_model, cpu_vendor, kernel_settings
 from .checkpoint import load_torch, require_keys, save_torch
 from .loader import Source, in_memory
 from ..method.losses import build_loss, resolve_options
@@ -72,7 +73,10 @@ CHECKPOINT_KEYS = ("config", "epoch", "state", "optimizer", "rows", "best", "dat
 #: what to do when a resume differs from its checkpoint in one of ``run_conditions``
 RERUN_WITH = {"device": "--device {}", "processes": "torchrun --nproc_per_node {}",
               "threads": "threads: {} in the run's config",
-              "cpu_kernels": "the CPU kernels {} (mr2.common.kernels: MR2_CPU_ISA, ATEN_CPU_CAPABILITY)"}
+              "cpu_kernels": "the CPU kernels {} (mr2.common.kernels: MR2_CPU_ISA, ATEN_CPU_CAPABILITY)",
+              "kernel_settings": "the kernel variables {} (mr2.common.kernels.KERNEL_VARIABLES)",
+              "cpu_model": "a machine whose CPU is {}",
+              "cpu_vendor": "a machine whose CPU vendor is {}"}
 
 
 class NonFiniteLossError(RuntimeError):
@@ -309,12 +313,16 @@ def check_finite(runner: Runner, epoch: int, stats: dict[str, float], last_good:
 
 def run_conditions(runner: Runner) -> dict[str, Any]:
     """What a run's numbers depend on beyond its config: the device type, the number of processes
-    and, on CPU, the number of threads (float reductions are split by thread) and the instruction set
-    of PyTorch's kernels (AVX-512 ones round otherwise than AVX2 ones; ``mr2.common.kernels``)."""
+    and, on CPU, the number of threads (float reductions are split by thread), the instruction set
+    of PyTorch's kernels (AVX-512 ones round otherwise than AVX2 ones), every variable that caps them
+    (``mr2.common.kernels.KERNEL_VARIABLES``) and the CPU's model (vendors differ)."""
     on_cpu = runner.device.type == "cpu"
     return {"device": runner.device.type, "processes": runner.world.size,
             "threads": torch.get_num_threads() if on_cpu else None,
-            "cpu_kernels": torch.backends.cpu.get_cpu_capability() if on_cpu else None}
+            "cpu_kernels": torch.backends.cpu.get_cpu_capability() if on_cpu else None,
+            "kernel_settings": kernel_settings() if on_cpu else None,
+            "cpu_model": cpu_model() if on_cpu else None,
+            "cpu_vendor": cpu_vendor() if on_cpu else None}
 
 
 def kernels_line(kernels: str, environ: Mapping[str, str]) -> str:
@@ -429,7 +437,8 @@ def write_run(runner: Runner, cfg: dict[str, Any], rows: list[dict[str, Any]], e
     summary = {name: v.detach().float().cpu() for name, v in runner.loss.class_summary().items()}
     save_torch({"config": cfg, "state": runner.state(), "epoch": epoch, "info": runner.data.info.to_dict(),
                 "class_summary": summary, "data_checksum": runner.data.checksum, **extra}, out / "model.pt")
-    save_yaml(cfg, out / "config.yaml")
+    # the resolved config, and what the bytes depend on beyond it (run_conditions), where the tables read them
+    save_yaml({**cfg, "conditions": extra["conditions"]} if "conditions" in extra else cfg, out / "config.yaml")
     save_csv(pd.DataFrame(rows, columns=["epoch", "class", "name", "value"]), out / "epochs.csv")
     (out / CHECKPOINT).unlink(missing_ok=True)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from ..common.tuning import trial_options
+from ..common.tuning import TRAIN_PREFIX, TUNABLE_TRAIN, trial_options
 
 #: a name that becomes a path or a shell word (\\Z: `$` would let a final newline in)
 NAME = re.compile(r"^(?!.*[.][.])[A-Za-z0-9][A-Za-z0-9_.=-]*\Z")
@@ -216,6 +216,8 @@ def check_cross_keys(config: dict, schema: dict) -> None:
             )
     check_tune(config, schema)
     check_convergence(config)
+    check_variance(config)
+    check_primary(config)
     for seed in config["seeds"]:  # the schema's "integer" lets 1.0 in; torch takes 64 bits at most
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2**64:
             raise PipelineConfigError(f"config key 'seeds': {seed!r} is not an integer in [0, 2**64)")
@@ -241,9 +243,14 @@ def check_tune(config: dict, schema: dict) -> None:
                                       "accuracy ranks the classes every trial is scored on)")
         takes = method_option_names(schema, method)
         for option in space:
+            if option.startswith(TRAIN_PREFIX):
+                check_searched_recipe(config, method, option)
+                continue
             if option not in takes:
-                raise PipelineConfigError(f"config key 'tune.space.{method}.{option}': method {method!r} has no "
-                                          f"option {option!r}; its options: {', '.join(sorted(takes)) or 'none'}")
+                raise PipelineConfigError(
+                    f"config key 'tune.space.{method}.{option}': method {method!r} has no option {option!r}; its "
+                    f"options: {', '.join(sorted(takes)) or 'none'}; the training recipe's: "
+                    f"{', '.join(TRAIN_PREFIX + k for k in TUNABLE_TRAIN)}")
             if option in config["method_options"].get(method, {}):
                 raise PipelineConfigError(f"config key 'tune.space.{method}.{option}': also set in "
                                           f"'method_options.{method}'; an option is either fixed or searched")
@@ -252,16 +259,44 @@ def check_tune(config: dict, schema: dict) -> None:
         if follower not in methods or source not in tune["space"]:
             raise PipelineConfigError(f"config key 'tune.follow.{follower}': {follower!r} must be in 'methods' and "
                                       f"{source!r} in 'tune.space' ({', '.join(tune['space'])})")
+        if follower in tune["space"]:
+            raise PipelineConfigError(f"config key 'tune.follow.{follower}': {follower!r} is searched itself "
+                                      f"('tune.space.{follower}'); a method is either searched or follows one")
+        stated = sorted(set(tune["space"][source]) & set(config["method_options"].get(follower, {})))
+        if stated:
+            raise PipelineConfigError(f"config key 'tune.follow.{follower}': it would replace "
+                                      f"'method_options.{follower}.{stated[0]}' by the value 'tune.space.{source}."
+                                      f"{stated[0]}' chooses; drop one of the two")
     shared = sorted(set(tune["seeds"]) & set(config["seeds"]))
     if shared:
         raise PipelineConfigError(f"config key 'tune.seeds': {shared} also in 'seeds'; the trials' seeds must be apart "
                                   "from the final runs', so the choice and the comparisons rest on different runs")
 
 
+def check_searched_recipe(config: dict, method: str, option: str) -> None:
+    """A searched ``train.<key>`` must be a key of the recipe a search may draw (``TUNABLE_TRAIN``) that
+    no part of the config fixes (`run.train`, a dataset block's `train`): an error naming the key."""
+    key = option[len(TRAIN_PREFIX):]
+    where = f"config key 'tune.space.{method}.{option}'"
+    if key not in TUNABLE_TRAIN:
+        raise PipelineConfigError(f"{where}: the training recipe has no searchable key {key!r}; searchable: "
+                                  f"{', '.join(TRAIN_PREFIX + k for k in TUNABLE_TRAIN)}")
+    fixed = [name for name, block in [("run.train", config["run"].get("train", {})),
+                                      *((f"datasets.{d}.train", b.get("train", {})) for d, b in config["datasets"].items())]
+             if key in block]
+    if fixed:
+        raise PipelineConfigError(f"{where}: also set in '{fixed[0]}.{key}'; an option is either fixed or searched")
+
+
 def check_convergence(config: dict) -> None:
-    """Config key `convergence`: each dataset block states its epochs, and the checks' keys are free."""
+    """Config key `convergence`: each dataset block states its epochs, the checks' keys are free and
+    every method given its own seeds is run."""
     if not convergence_section(config):
         return
+    for method in convergence_section(config).get("method_seeds", {}):
+        if method not in config["methods"]:
+            raise PipelineConfigError(f"config key 'convergence.method_seeds.{method}': method {method!r} is not in "
+                                      f"'methods' {config['methods']}")
     for dataset in config["datasets"]:
         if epochs_of(config, dataset) is None:
             raise PipelineConfigError(f"config key 'datasets.{dataset}.train.epochs': needed by 'convergence' "
@@ -270,6 +305,45 @@ def check_convergence(config: dict) -> None:
         if key in config["datasets"]:
             raise PipelineConfigError(f"config key 'datasets.{key}': the name of {dataset!r}'s convergence check; "
                                       "rename the block")
+
+
+def split_varies(config: dict) -> bool:
+    """Whether each run's training subset and validation split follow its seed (`variance.split`)."""
+    return bool((config.get("variance") or {}).get("split"))
+
+
+def check_variance(config: dict) -> None:
+    """Config key `variance.split`: the runs' split seed is their seed, so no dataset block fixes one."""
+    if not split_varies(config):
+        return
+    for dataset, block in config["datasets"].items():
+        for where, data in ((f"datasets.{dataset}.data", block.get("data", {})), ("run.data", config["run"].get("data", {}))):
+            if "split_seed" in data:
+                raise PipelineConfigError(f"config key '{where}.split_seed': with 'variance.split: true' every run's "
+                                          "split seed is its own seed; drop one of the two")
+
+
+def check_primary(config: dict) -> None:
+    """Config key `primary`: its dataset is a block of the config, its method and controls are run, no
+    control is the method itself, and every control is tuned (searched in `tune.space`): the primary
+    test compares equally tuned methods."""
+    primary = config.get("primary")
+    if not primary:
+        return
+    if primary["dataset"] not in config["datasets"]:
+        raise PipelineConfigError(f"config key 'primary.dataset': {primary['dataset']!r} is not in 'datasets' "
+                                  f"({', '.join(config['datasets'])})")
+    for key, names in (("method", [primary["method"]]), ("controls", primary["controls"])):
+        for name in names:
+            if name not in config["methods"]:
+                raise PipelineConfigError(f"config key 'primary.{key}': {name!r} is not in 'methods' {config['methods']}")
+    if primary["method"] in primary["controls"]:
+        raise PipelineConfigError(f"config key 'primary.controls': holds the tested method {primary['method']!r}")
+    space = tune_section(config).get("space", {})
+    for name in [primary["method"], *primary["controls"]]:
+        if name not in space:
+            raise PipelineConfigError(f"config key 'primary': {name!r} is not searched in 'tune.space'; the primary "
+                                      "test compares methods tuned with the same budget")
 
 
 def checked(config: dict, schemas: dict[str, dict]) -> dict:

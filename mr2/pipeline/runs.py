@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from ..common.runs import DEFAULT_VARIANT
-from ..common.tuning import TRIAL_TAG, TUNED_TAG, trial_index, trial_options, trial_variant
+from ..common.tuning import TRAIN_PREFIX, TRIAL_TAG, TUNED_TAG, split_options, trial_index, trial_options, trial_variant
 from .config import (
     PipelineConfigError,
     convergence_datasets,
     convergence_section,
     epochs_of,
     method_option_names,
+    split_varies,
     sweep_variants,
     tune_section,
 )
@@ -54,9 +55,23 @@ def runs(config: dict) -> list[dict[str, Any]]:
     convergence = convergence_section(config)
     for dataset in convergence_datasets(config):
         for method in config["methods"]:
-            for seed in convergence["seeds"]:
+            for seed in convergence_seeds(config, method):
                 out.append(dict(dataset=dataset, method=method, variant=DEFAULT_VARIANT, seed=seed))
     return out
+
+
+def convergence_seeds(config: dict, method: str) -> list[int]:
+    """The seeds of ``method``'s convergence check: its own (`convergence.method_seeds`), else `convergence.seeds`."""
+    convergence = convergence_section(config)
+    return convergence.get("method_seeds", {}).get(method, convergence["seeds"])
+
+
+def all_seeds(config: dict) -> list[int]:
+    """Every seed a run of the config trains with: the final runs', the trials' and the convergence checks'."""
+    seeds = list(config["seeds"]) + list(tune_section(config).get("seeds", []))
+    if convergence_section(config):
+        seeds += [s for m in config["methods"] for s in convergence_seeds(config, m)]
+    return sorted(set(seeds))
 
 
 def trial_runs(config: dict, dataset: str) -> list[dict[str, Any]]:
@@ -93,7 +108,7 @@ def chosen_options(config: dict, schema: dict, dataset: str, method: str, chosen
                                   "'tune'): none was given")
     options = chosen(tuning_dataset(config, dataset))["methods"][tuned_method(config, method)]
     takes = method_option_names(schema, method)
-    return {key: value for key, value in options.items() if key in takes}
+    return {key: value for key, value in options.items() if key in takes or key.startswith(TRAIN_PREFIX)}
 
 
 def merged(base: dict, update: Mapping) -> dict:
@@ -142,15 +157,18 @@ def run_config(config: dict, schema: dict, dataset: str, method: str, variant: s
         tags["convergence_of"] = checks[dataset]
     tune = tune_section(config)
     sweeps = sweep_variants(config)
+    recipe: dict[str, Any] = {}  # training options a search drew (``train.lr``)
     if variant == DEFAULT_VARIANT and tuned_method(config, method):
-        options.update(chosen_options(config, schema, dataset, method, chosen))
+        loss, recipe = split_options(chosen_options(config, schema, dataset, method, chosen))
+        options.update(loss)
         tags[TUNED_TAG] = True
     elif trial_index(variant) is not None and tune and method in tune["space"]:
         index = trial_index(variant)
         if index >= tune["trials"] or dataset not in config["datasets"]:
             raise PipelineConfigError(f"the target's trial {dataset}/{method}/{variant} is not one of config key "
                                       f"'tune' (trials 0..{tune['trials'] - 1} of the datasets' blocks)")
-        options.update(trial_options(tune["space"][method], tune["trials"], tune["seed"], method)[index])
+        loss, recipe = split_options(trial_options(tune["space"][method], tune["trials"], tune["seed"], method)[index])
+        options.update(loss)
         tags[TRIAL_TAG], tags["searched"] = index, sorted(tune["space"][method])
     elif variant != DEFAULT_VARIANT:
         if variant not in sweeps:
@@ -162,6 +180,10 @@ def run_config(config: dict, schema: dict, dataset: str, method: str, variant: s
         option, value = sweeps[variant]
         options[option] = value
         tags["sweep"] = option
+    if recipe:
+        cfg = merged(cfg, {"train": recipe})
+    if split_varies(config):  # each seed its own draw of the training subset and validation split
+        cfg = merged(cfg, {"data": {"split_seed": int(seed)}})
     return {
         **cfg,
         "seed": int(seed),
@@ -184,16 +206,41 @@ def run_hash(config: dict, schema: dict, dataset: str, method: str, variant: str
     folder below), so the seeds of one setting share their parent folder."""
     settings = run_config(config, schema, dataset, method, variant, 0, chosen)
     del settings["seed"]
+    if split_varies(config):  # the split seed is the run's seed: the seeds of a setting share its folder
+        settings["data"]["split_seed"] = SPLIT_SEED_IS_SEED
     return short_hash(settings)
 
 
-def data_settings(config: dict, dataset: str) -> dict[str, Any]:
-    """The data section of a dataset block as the pipeline states it (`run.data` updated by the block's)."""
-    return {"data": merged(config["run"].get("data", {}), dataset_block(config, dataset)["data"])}
+#: what a run hash reads for the split seed under `variance.split: true` (each seed's own split)
+SPLIT_SEED_IS_SEED = "the run's seed"
 
 
-def data_hash(config: dict, dataset: str) -> str:
-    return short_hash(data_settings(config, dataset))
+def data_settings(config: dict, dataset: str, seed: int | str | None = None) -> dict[str, Any]:
+    """The data section of a dataset block as the pipeline states it (`run.data` updated by the block's);
+    under `variance.split: true` that of the run seed ``seed`` (its split seed)."""
+    data = merged(config["run"].get("data", {}), dataset_block(config, dataset)["data"])
+    if split_varies(config):
+        if seed is None:
+            raise PipelineConfigError(f"the data of {dataset!r} depend on the run's seed ('variance.split: true'); "
+                                      "give the seed")
+        data["split_seed"] = int(seed)
+    return {"data": data}
+
+
+def data_hash(config: dict, dataset: str, seed: int | str | None = None) -> str:
+    return short_hash(data_settings(config, dataset, seed))
+
+
+def data_seed(config: dict, dataset: str, found: str) -> int | None:
+    """The run seed whose prepared data of ``dataset`` are named ``found`` under `variance.split: true`
+    (None without it: one prepared file per dataset); a `PipelineConfigError` when no seed's are."""
+    if not split_varies(config):
+        return None
+    for seed in all_seeds(config):
+        if data_hash(config, dataset, seed) == found:
+            return seed
+    raise PipelineConfigError(f"the target's prepared data {found!r} of dataset {dataset!r} are no seed's of this "
+                              "config ('variance.split: true': one prepared file per seed)")
 
 
 def run_folder(config: dict, run_hash: str, dataset: str, method: str, variant: str, seed: int | str) -> str:

@@ -31,7 +31,7 @@ MATH_SYMBOLS = {
 }
 #: how a method is named in figures and sentences meant for reading (its code name otherwise)
 DISPLAY_NAMES = {
-    "erm": "ERM", "mr2": "MR²", "mr2_uniform": "MR² uniform γ", "mr2_no_rep": "MR² λ = 0",
+    "erm": "ERM", "erm_tuned": "ERM (tuned recipe)", "ce_temperature": "CE of z/τ", "mr2": "MR²", "mr2_uniform": "MR² uniform γ", "mr2_no_rep": "MR² λ = 0",
     "mr2_release": "MR² (release loss)", "focal": "Focal", "ldam": "LDAM", "logit_adjust": "Logit adj.",
     "eql": "EQL", "supcon": "SupCon", "center": "Center", "dro": "DRO", "fairdro": "FairDRO", "jtt": "JTT",
     "lff": "LfF",

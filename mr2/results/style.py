@@ -16,7 +16,7 @@ UNKNOWN_GROUP_COLOUR = "grey"  # a class without a group on a class axis
 #: listed gets a fixed colour of FALLBACK_COLOURS chosen by its name, a non-default variant one
 #: chosen by its label (``mr2.results.plotting.method_colour``)
 METHOD_COLOURS = {
-    "erm": "#4d4d4d", "mr2": "tab:blue", "mr2_uniform": "tab:purple", "mr2_no_rep": "tab:cyan",
+    "erm": "#4d4d4d", "erm_tuned": "#969696", "ce_temperature": "#e7969c", "mr2": "tab:blue", "mr2_uniform": "tab:purple", "mr2_no_rep": "tab:cyan",
     "mr2_release": "tab:brown", "focal": "tab:pink", "ldam": "tab:olive", "logit_adjust": "#393b79",
     "eql": "#8c6d31", "supcon": "#7b4173", "center": "#5254a3", "dro": "#bd9e39", "fairdro": "#843c39",
     "jtt": "#637939", "lff": "#ad494a",

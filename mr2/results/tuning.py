@@ -17,6 +17,7 @@ trials' seeds (``<run>/eval_val/``): validation data only, never the test set.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -31,16 +32,17 @@ import yaml  # noqa: E402
 
 from ..common.io import save_csv, save_text  # noqa: E402
 from ..common.runs import DEFAULT_VARIANT  # noqa: E402
-from ..common.tuning import trial_index  # noqa: E402
+from ..common.tuning import option_column, trial_index  # noqa: E402
 from .groups import difficulty_table  # noqa: E402
 from .plotting import display_name, method_colour, panels, save_figure  # noqa: E402
 from .tables import per_run_metrics  # noqa: E402
 
-#: criterion -> (the validation metric maximised, the tie-break); the config key ``tune.criterion``
-CRITERIA = {"hard": ("hard", "all"), "all": ("all", "hard")}
+#: criterion -> (the validation metric maximised, the tie-break); the config key ``tune.criterion``.
+#: ``claim``: among the trials that keep the easy group (``qualifies``) the best hard group, else the best
+#: of all classes (``ranks``); its two metrics are those of the admitted trials
+CRITERIA = {"hard": ("hard", "all"), "all": ("all", "hard"), "claim": ("hard", "all")}
 SCORES = ["all", "easy", "medium", "hard", "worst", "top1"]
 SEARCHED = "config.tags.searched"  # the options a trial's search drew (a JSON list in its run config's tags)
-OPTION = "config.method.options."
 
 
 def trial_table(per_class: pd.DataFrame, runs: pd.DataFrame, reference: str = "erm",
@@ -67,7 +69,7 @@ def trial_table(per_class: pd.DataFrame, runs: pd.DataFrame, reference: str = "e
             raise ValueError(f"trial {dataset}/{method}/{variant} has no searched options "
                              f"({SEARCHED}) in its run config; run it from a config with a 'tune' section")
         searched = json.loads(run[SEARCHED])
-        options = {name: run[OPTION + name] for name in searched}
+        options = {name: run[option_column(name)] for name in searched}
         row = {"dataset": dataset, "method": method, "variant": variant, "trial": trial_index(variant),
                "options": json.dumps(options, sort_keys=True), "n_seeds": len(frame)}
         row.update({m: 100 * frame[m].mean() for m in SCORES if m in frame})
@@ -81,13 +83,49 @@ def trial_table(per_class: pd.DataFrame, runs: pd.DataFrame, reference: str = "e
 DIVERGED = "config.diverged.epoch"
 
 
-def choose(trials: pd.DataFrame, criterion: str = "hard") -> pd.DataFrame:
-    """``trials`` with columns ``rank`` (1 = chosen by ``criterion``: its metric highest, ties by the
-    other metric of ``CRITERIA``, then by the lower trial index), ``chosen`` (rank 1),
-    ``rank_other`` and ``chosen_other`` (the same under the other criterion), per dataset and method."""
+def qualifies(trials: pd.DataFrame, reference_easy: pd.Series, effect: float) -> pd.Series:
+    """The claim rule's admission: a trial whose validation easy-group accuracy is at most ``effect``
+    points below the reference's on its dataset (easy ≥ reference easy − effect; the edge admits),
+    i.e. one that keeps the easy classes, as the paper's claim asks."""
+    floor = trials["dataset"].map(reference_easy) - effect
+    return trials["easy"].ge(floor) & floor.notna()
+
+
+def ranks(trials: pd.DataFrame, criterion: str, reference_easy: pd.Series | None = None,
+          effect: float = 1.0) -> pd.Series:
+    """Each trial's rank (1 = chosen) within its dataset and method under ``criterion``:
+
+    - ``hard``: highest validation hard-group accuracy, ties by all classes, then the lower trial;
+    - ``all``: highest validation accuracy of all classes, ties by the hard group, then the lower trial;
+    - ``claim``: the trials that keep the easy classes (``qualifies``: easy ≥ the reference's − effect)
+      first, ranked as ``hard``; after them the others, ranked as ``all``. So the chosen trial is the
+      admitted one with the best hard group, or, where none is admitted, the one with the best
+      accuracy of all classes (on balanced validation data, the mean per-class accuracy)."""
     if criterion not in CRITERIA:
         raise ValueError(f"config key 'tune.criterion': one of {sorted(CRITERIA)}, got {criterion!r}")
-    other = next(c for c in CRITERIA if c != criterion)
+    frame = trials.copy()
+    if criterion == "claim":
+        if reference_easy is None:
+            raise ValueError("tune criterion 'claim' needs the reference's validation easy-group accuracy")
+        admitted = qualifies(frame, reference_easy, effect)
+        frame["_first"] = admitted.astype(int)
+        frame["_second"] = frame["hard"].where(admitted, frame["all"])
+        frame["_third"] = frame["all"].where(admitted, frame["hard"])
+    else:
+        first, second = CRITERIA[criterion]
+        frame["_first"], frame["_second"], frame["_third"] = 0, frame[first], frame[second]
+    order = frame.sort_values(["dataset", "method", "_first", "_second", "_third", "trial"],
+                              ascending=[True, True, False, False, False, True], kind="stable")
+    return order.groupby(["dataset", "method"], sort=False).cumcount().add(1).reindex(frame.index)
+
+
+def choose(trials: pd.DataFrame, criterion: str = "hard", reference_easy: pd.Series | None = None,
+           effect: float = 1.0) -> pd.DataFrame:
+    """``trials`` with columns ``rank`` and ``chosen`` (rank 1) under ``criterion`` (``ranks``), and
+    ``chosen_<c>`` for every criterion c of ``CRITERIA`` (what each rule would have picked; the claim
+    rule's only where ``reference_easy``, per dataset, is given), per dataset and method."""
+    if criterion not in CRITERIA:
+        raise ValueError(f"config key 'tune.criterion': one of {sorted(CRITERIA)}, got {criterion!r}")
     if "diverged" in trials and len(trials):
         failed = trials.groupby(["dataset", "method"])["diverged"].all()
         if failed.any():
@@ -95,12 +133,16 @@ def choose(trials: pd.DataFrame, criterion: str = "hard") -> pd.DataFrame:
             raise ValueError(f"tuning {dataset}/{method}: every trial diverged, so none can be chosen; narrow "
                              f"'tune.space.{method}' or lower train.lr")
     out = trials.copy()
-    for name, crit in (("rank", criterion), ("rank_other", other)):
-        first, second = CRITERIA[crit]
-        order = out.sort_values(["dataset", "method", first, second, "trial"],
-                                ascending=[True, True, False, False, True], kind="stable")
-        out[name] = order.groupby(["dataset", "method"], sort=False).cumcount().add(1).reindex(out.index)
-    out["chosen"], out["chosen_other"] = out["rank"].eq(1), out["rank_other"].eq(1)
+    if out.empty:
+        return out.assign(rank=pd.Series(dtype=int), chosen=pd.Series(dtype=bool))
+    out["rank"] = ranks(out, criterion, reference_easy, effect)
+    out["chosen"] = out["rank"].eq(1)
+    if reference_easy is not None:
+        out["admitted"] = qualifies(out, reference_easy, effect)
+    for name in CRITERIA:
+        if name == "claim" and reference_easy is None:
+            continue
+        out[f"chosen_{name}"] = ranks(out, name, reference_easy, effect).eq(1)
     return out
 
 
@@ -121,11 +163,17 @@ def expected_max(values, n: int) -> float:
     return float(weights @ v)
 
 
+def other_criterion(criterion: str) -> str:
+    """The criterion whose metric ``budget_table`` shows beside ``criterion``'s: all classes for the hard
+    group (and the claim rule), the hard group for all classes."""
+    return "hard" if CRITERIA[criterion][0] == "all" else "all"
+
+
 def budget_table(trials: pd.DataFrame, criterion: str = "hard") -> pd.DataFrame:
     """Per dataset, method and budget n = 1..N (N its trials): the expected best validation score of
     the criterion's metric (``expected_max``) and of the other criterion's (``expected_max_other``)."""
     first = CRITERIA[criterion][0]
-    other = CRITERIA[next(c for c in CRITERIA if c != criterion)][0]
+    other = CRITERIA[other_criterion(criterion)][0]
     rows = []
     for (dataset, method), frame in trials.groupby(["dataset", "method"], sort=False):
         for n in range(1, len(frame) + 1):
@@ -175,25 +223,65 @@ def plot_budget(budget: pd.DataFrame, reference: pd.DataFrame, reference_name: s
     return save_figure(fig, stem)
 
 
-def tuning_markdown(trials: pd.DataFrame, criterion: str, reference: pd.DataFrame, reference_name: str) -> str:
-    """The tuning's summary: per dataset and method the chosen options and their validation scores,
-    and what the other criterion would have picked."""
+#: how each criterion reads in tuning.md
+RULES = {
+    "hard": "the highest validation accuracy of the hard group, ties by all classes",
+    "all": "the highest validation accuracy of all classes (the mean per-class accuracy: validation is "
+           "balanced), ties by the hard group",
+    "claim": "among the trials whose validation easy-group accuracy is at most {effect:g} point(s) "
+             "(effect_of_interest) below {reference}'s, the highest validation hard-group accuracy (ties by all "
+             "classes); where no trial is admitted, the highest accuracy of all classes",
+}
+
+
+def reference_groups(per_class: pd.DataFrame, reference: str = "erm",
+                     reference_variant: str = DEFAULT_VARIANT) -> pd.DataFrame:
+    """The table that defines the validation groups: per dataset and class the reference's validation
+    accuracy (percent, mean over its seeds), the class's name and its group (``difficulty_table``)."""
+    groups = difficulty_table(per_class, reference, reference_variant)
+    ref = per_class[per_class["method"].eq(reference) & per_class["variant"].eq(reference_variant)]
+    keys = ["dataset", "class"] + (["class_name"] if "class_name" in ref else [])
+    acc = (ref.groupby(keys, dropna=False)["accuracy"].mean() * 100).rename("val_accuracy").reset_index()
+    out = acc.merge(groups, on=["dataset", "class"], how="left")
+    return out.sort_values(["dataset", "val_accuracy", "class"], kind="stable").reset_index(drop=True)
+
+
+def tuning_markdown(trials: pd.DataFrame, criterion: str, reference: pd.DataFrame, reference_name: str,
+                    groups: pd.DataFrame | None = None, effect: float = 1.0) -> str:
+    """The tuning's summary: the selection rule, per dataset and method the chosen options and their
+    validation scores, what each other rule would have picked, and the size of each validation group."""
     first, second = CRITERIA[criterion]
-    lines = ["| Dataset | Method | Trials | Chosen options | Validation " + first + " | Validation " + second
-             + " | Other criterion (" + CRITERIA[next(c for c in CRITERIA if c != criterion)][0] + ") would pick |",
-             "|---|---|---:|---|---:|---:|---|"]
+    others = [c for c in CRITERIA if c != criterion and f"chosen_{c}" in trials]
+    lines = ["| Dataset | Method | Trials | Chosen options | Validation easy | Validation " + first + " | Validation "
+             + second + " | " + " | ".join(f"The {c!r} rule would pick" for c in others) + " |",
+             "|---|---|---:|---|---:|---:|---:|" + "---|" * len(others)]
     for (dataset, method), frame in trials.groupby(["dataset", "method"], sort=False):
-        pick, alt = frame[frame["chosen"]].iloc[0], frame[frame["chosen_other"]].iloc[0]
-        same = "the same" if pick["trial"] == alt["trial"] else _options_text(alt["options"])
+        pick = frame[frame["chosen"]].iloc[0]
+        alts = []
+        for c in others:
+            alt = frame[frame[f"chosen_{c}"]].iloc[0]
+            alts.append("the same" if alt["trial"] == pick["trial"] else _options_text(alt["options"]))
         failed = int(frame["diverged"].sum()) if "diverged" in frame else 0
-        lines.append(f"| {dataset} | {method} | {len(frame)}{f' ({failed} diverged)' if failed else ''} | "
-                     f"{_options_text(pick['options'])} | "
-                     f"{pick[first]:.1f} | {pick[second]:.1f} | {same} |")
-    ref = "; ".join(f"{r['dataset']}: {first} {r[first]:.1f}, {second} {r[second]:.1f}" for _, r in reference.iterrows())
+        admitted = f", {int(frame['admitted'].sum())} admitted" if criterion == "claim" and "admitted" in frame else ""
+        lines.append(f"| {dataset} | {method} | {len(frame)}{f' ({failed} diverged)' if failed else ''}{admitted} | "
+                     f"{_options_text(pick['options'])} | {pick['easy']:.1f} | "
+                     f"{pick[first]:.1f} | {pick[second]:.1f} | " + " | ".join(alts) + " |")
+    ref = "; ".join(f"{r['dataset']}: easy {r['easy']:.1f}, {first} {r[first]:.1f}, {second} {r[second]:.1f}"
+                    for _, r in reference.iterrows())
+    sizes = ""
+    if groups is not None and len(groups):
+        counts = groups.groupby("dataset", sort=False)["group"].value_counts()
+        sizes = " ".join(
+            f"On {d}, of {int(counts[d].sum())} classes the hard group holds {int(counts[d].get('hard', 0))}, the "
+            f"medium {int(counts[d].get('medium', 0))} and the easy {int(counts[d].get('easy', 0))} "
+            "(reference_groups.csv lists each class's validation accuracy and group)."
+            for d in counts.index.get_level_values(0).unique())
+    rule = RULES[criterion].format(effect=effect, reference=reference_name)
     return ("\n".join(lines) + f"\n\nValidation accuracy in %, mean over the trial's seeds; {reference_name} "
-            f"(not tuned) on the same split: {ref}. Criterion: validation accuracy of the {first} classes "
-            f"(thirds ranked by {reference_name}'s validation accuracy), ties by the {second} classes. A trial whose "
-            "training diverged scores 0 (it counts as the worst draw of the search and is never chosen).\n")
+            f"(not tuned) on the same split: {ref}. Groups: the classes ranked by {reference_name}'s validation "
+            f"accuracy and cut in thirds, the extra classes going to the hard, then the medium group. {sizes} "
+            f"Selection rule ({criterion!r}): {rule}. A trial whose training diverged scores 0 (it counts as "
+            "the worst draw of the search and is never chosen).\n")
 
 
 def _options_text(options: str) -> str:
@@ -201,27 +289,45 @@ def _options_text(options: str) -> str:
                      for k, v in json.loads(options).items()) or "its defaults"
 
 
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+#: the key of chosen.yaml that names the tuning.csv it was chosen from (its SHA-256)
+TRIALS_DIGEST = "tuning_csv_sha256"
+
+
 def write_tuning(per_class: pd.DataFrame, runs: pd.DataFrame, out_dir: str | Path, criterion: str = "hard",
-                 reference: str = "erm") -> dict[str, dict]:
+                 reference: str = "erm", effect: float = 1.0) -> dict[str, dict]:
     """``<out_dir>/tuning.csv`` (every trial, its options, validation scores and ranks), ``chosen.yaml``
-    (the criterion, and per method the options it chose and those the other criterion would have),
-    ``budget.csv``, ``tuning.md`` and the figure ``tuning.{png,pdf}``; returns the chosen options
-    of the (single) dataset."""
+    (the criterion, per method the options it chose and those each other rule would have, and the
+    SHA-256 of the tuning.csv it was chosen from), ``reference_groups.csv`` (the reference's per-class
+    validation accuracy and groups), ``budget.csv``, ``tuning.md`` and the figure ``tuning.{png,pdf}``;
+    returns the record of the (single) dataset. Everything is checked before anything is written."""
     out = Path(out_dir)
-    trials = choose(trial_table(per_class, runs, reference), criterion)
-    if trials.empty:
+    if criterion not in CRITERIA:
+        raise ValueError(f"config key 'tune.criterion': one of {sorted(CRITERIA)}, got {criterion!r}")
+    table = trial_table(per_class, runs, reference)
+    if table.empty:
         raise ValueError("tune: no trial among the runs given (variants trial<i> evaluated on the validation split)")
-    budget = budget_table(trials, criterion)
-    ref = reference_scores(per_class, runs, reference)
-    save_csv(trials, out / "tuning.csv")
-    save_csv(budget, out / "budget.csv")
-    save_text(tuning_markdown(trials, criterion, ref, reference), out / "tuning.md")
-    chosen, other = chosen_options(trials), chosen_options(trials, "chosen_other")
-    datasets = list(chosen)
+    datasets = list(table["dataset"].unique())
     if len(datasets) != 1:
         raise ValueError(f"tune: the trials given belong to {len(datasets)} datasets ({datasets}); tune one at a time")
-    record = {"dataset": datasets[0], "criterion": criterion, "reference": reference,
-              "methods": chosen[datasets[0]], "other_criterion": other.get(datasets[0], {})}
+    ref = reference_scores(per_class, runs, reference)
+    trials = choose(table, criterion, ref.set_index("dataset")["easy"], effect)
+    budget = budget_table(trials, criterion)
+    groups = reference_groups(per_class, reference)
+    chosen = chosen_options(trials)
+    others = {c: chosen_options(trials, f"chosen_{c}").get(datasets[0], {}) for c in CRITERIA
+              if c != criterion and f"chosen_{c}" in trials}
+    record = {"dataset": datasets[0], "criterion": criterion, "reference": reference, "effect_of_interest": effect,
+              "methods": chosen[datasets[0]], "other_criteria": others}
+    save_csv(trials, out / "tuning.csv")
+    record[TRIALS_DIGEST] = file_sha256(out / "tuning.csv")
+    save_csv(budget, out / "budget.csv")
+    save_csv(groups, out / "reference_groups.csv")
+    save_text(tuning_markdown(trials, criterion, ref, reference, groups, effect), out / "tuning.md")
     save_text(yaml.safe_dump(record, sort_keys=True), out / "chosen.yaml")
     plot_budget(budget, ref, reference, out / "tuning")
     return record

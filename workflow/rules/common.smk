@@ -89,8 +89,9 @@ def run_hash(dataset, method, variant):
 
 
 @functools.cache
-def data_hash(dataset):
-    return plan.data_hash(config, dataset)
+def data_hash(dataset, seed=None):
+    """The name of a dataset's prepared file (of a run seed's, under `variance.split: true`)."""
+    return plan.data_hash(config, dataset, seed if plan.split_varies(config) else None)
 
 
 def run_dir(dataset, method, variant, seed):
@@ -107,7 +108,7 @@ def checked_run(wildcards):
 def data_of_run(wildcards):
     """The prepared dataset of a target's run (after checking the run is one of the config's)."""
     checked_run(wildcards)
-    return DATA.format(dataset=wildcards.dataset, data_hash=data_hash(wildcards.dataset))
+    return DATA.format(dataset=wildcards.dataset, data_hash=data_hash(wildcards.dataset, int(wildcards.seed)))
 
 
 def run_config_yaml(wildcards):
@@ -117,8 +118,9 @@ def run_config_yaml(wildcards):
 
 
 def data_config_yaml(wildcards):
-    plan.check_data_hash(wildcards.dataset, wildcards.data_hash, data_hash(wildcards.dataset))
-    return yaml.safe_dump(plan.data_settings(config, wildcards.dataset), sort_keys=False)
+    seed = plan.data_seed(config, wildcards.dataset, wildcards.data_hash)
+    plan.check_data_hash(wildcards.dataset, wildcards.data_hash, data_hash(wildcards.dataset, seed))
+    return yaml.safe_dump(plan.data_settings(config, wildcards.dataset, seed), sort_keys=False)
 
 
 def trial_files(wildcards):

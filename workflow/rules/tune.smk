@@ -43,6 +43,7 @@ checkpoint tune:
         budget=f"{TUNE_DIR}/budget.csv",
         md=f"{TUNE_DIR}/tuning.md",
         png=f"{TUNE_DIR}/tuning.png",
+        groups=f"{TUNE_DIR}/reference_groups.csv",
     log:
         log_of("tune", "{dataset}"),
     localrule: True
@@ -53,7 +54,8 @@ checkpoint tune:
         runs=lambda wildcards, input: run_dirs_of(input),
         reference=REFERENCE,
         criterion=TUNE.get("criterion", "hard"),
+        effect=config["effect_of_interest"],
         out=lambda wildcards, output: folder_of(output.chosen),
     shell:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 tune --runs {params.runs:q} --reference {params.reference:q}"
-        " --criterion {params.criterion:q} --out {params.out:q} > {log:q} 2>&1"
+        " --criterion {params.criterion:q} --effect {params.effect:q} --out {params.out:q} > {log:q} 2>&1"

@@ -17,6 +17,7 @@ from .mr2 import MR2Loss
 from .release import ReleaseMR2Loss
 from .rep_margin import representation_margin_loss
 from .supcon import SupConLoss
+from .temperature import TemperatureCrossEntropy
 
 __all__ = [
     "CenterLoss",
@@ -36,6 +37,7 @@ __all__ = [
     "NEEDS_MODEL",
     "ReleaseMR2Loss",
     "SupConLoss",
+    "TemperatureCrossEntropy",
     "build_loss",
     "logit_margin_cross_entropy",
     "method_options",

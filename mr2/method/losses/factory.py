@@ -2,7 +2,11 @@
 
 Methods and their reading (formulas and references in each module's docstring):
 
-- ``erm``: cross-entropy (erm.py).
+- ``erm``: cross-entropy (erm.py), the reference: trained with the shared recipe, never tuned.
+- ``erm_tuned``: the same cross-entropy as a method of its own, so that a tuning stage can search
+  its training recipe (learning rate, weight decay) while ``erm`` stays the untuned reference.
+- ``ce_temperature``: cross-entropy of z/τ, the control for MR²'s logit scale; τ = 1 (temperature.py).
+  Equals ``mr2_uniform`` with λ = 0 and c̄ = τ.
 - ``mr2``: MR², logit-margin CE with Corollary 1 margins from running class statistics plus
   λ × the representation-margin loss (mr2.py).
 - ``mr2_uniform``: MR² with γ_k = c̄ for every class (representation loss kept).
@@ -69,6 +73,7 @@ from .logit_adjust import LogitAdjustedLoss
 from .mr2 import MR2Loss
 from .release import ReleaseMR2Loss
 from .supcon import SupConLoss
+from .temperature import TemperatureCrossEntropy
 
 #: methods whose loss is defined by the training-set class counts (``class_counts`` required).
 NEEDS_COUNTS = frozenset({"ldam", "logit_adjust", "eql"})
@@ -101,6 +106,10 @@ def _counted(cls: type[ClassLoss]) -> Callable[..., ClassLoss]:
     return build
 
 
+def _cross_entropy(num_classes: int, feature_dim: int, class_counts: Any) -> ClassLoss:
+    return CrossEntropy()
+
+
 def _jtt(num_classes: int, feature_dim: int, class_counts: Any, stage1_epochs: int = 1, upweight: int = 6) -> ClassLoss:
     """Stage 2 of JTT trains with cross-entropy; the options are checked here and used by the
     engine (the stage-1 run's length, the error set's up-sampling factor; ``mr2.engine.jtt``).
@@ -131,7 +140,9 @@ def signature_defaults(fn: Callable[..., Any], drop: tuple[str, ...] = ()) -> di
 
 # name -> (builder, {option: default}, {option: value the method fixes})
 METHODS: dict[str, tuple[Callable[..., ClassLoss], dict[str, Any], dict[str, Any]]] = {
-    "erm": (lambda num_classes, feature_dim, class_counts: CrossEntropy(), {}, {}),
+    "erm": (_cross_entropy, {}, {}),
+    "erm_tuned": (_cross_entropy, {}, {}),
+    "ce_temperature": (_plain(TemperatureCrossEntropy), signature_defaults(TemperatureCrossEntropy), {}),
     "mr2": (_mr2("adaptive", {}), signature_defaults(MR2Loss), {}),
     "mr2_uniform": (_mr2("uniform", {}), signature_defaults(MR2Loss), {}),
     "mr2_no_rep": (_mr2("adaptive", {"lam": 0.0}), signature_defaults(MR2Loss, drop=("lam",)), {"lam": 0.0}),
