@@ -473,14 +473,15 @@ def test_the_words_a_finding_earns():
 
 
 def test_the_html_page_shows_figures_at_one_scale(tmp_path):
-    """Each figure's width on the page is its width in inches (pixels / the figures' dpi) at 96 CSS
-    pixels per inch, whatever its size (the style shrinks one wider than the page: tests/test_report_page.py)."""
+    """Each figure's width on the page is its width in pixels (one CSS px per pixel of the PNG), whatever
+    its size, in a box of its own that lets it shrink to MIN_FIGURE_SCALE of that and no further (the
+    style shrinks one wider than the window: tests/test_report_page.py measures it)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from mr2.results.html import report_html
+    from mr2.results.html import MIN_FIGURE_SCALE, report_html
     from mr2.results.style import FIGURE_DPI
 
     for name, inches in (("narrow", 3.0), ("wide", 12.0)):
@@ -488,8 +489,10 @@ def test_the_html_page_shows_figures_at_one_scale(tmp_path):
         fig.savefig(tmp_path / f"{name}.png", dpi=FIGURE_DPI)
         plt.close(fig)
     page = report_html("![n](narrow.png)\n\n![w](wide.png)\n", tmp_path)
-    widths = [int(w) for w in re.findall(r'<img [^>]*width="(\d+)"', page)]
-    assert widths == [round(3.0 * 96), round(12.0 * 96)]
+    figures = re.findall(r'<div class="figure"><img [^>]*width="(\d+)" style="min-width:(\d+)px"></div>', page)
+    pixels = [round(3.0 * FIGURE_DPI), round(12.0 * FIGURE_DPI)]
+    assert [int(w) for w, _ in figures] == pixels
+    assert [int(least) for _, least in figures] == [math.ceil(MIN_FIGURE_SCALE * w) for w in pixels]
 
 
 def cells(page: str) -> list[list[str]]:

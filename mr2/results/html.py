@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html as html_lib
+import math
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -12,7 +13,6 @@ from pathlib import Path
 import markdown
 
 from ..common.io import save_text
-from .style import FIGURE_DPI
 
 #: characters of a name from a config, a CSV or a class that would be markup in the report: HTML
 #: (``<script>``, ``&``), a Markdown link or code span (``[``, ``]``, backtick), a table cell (``|``)
@@ -56,16 +56,26 @@ def code_block(text: str, language: str = "") -> str:
 
 IMG_SRC = re.compile(r'(<img\b[^>]*?\bsrc=")([^"]+)(")')
 #: the page fits a 1,280 px screen: text at most ``MAX_WIDTH`` wide, tables wrap their cells within it
-#: (an interval stays on one line), figures shrink to it; only a narrower window scrolls a table
+#: (an interval stays on one line); a figure may be wider than the text, up to the window's width
 MAX_WIDTH = 1100
-STYLE = (f"body{{font-family:sans-serif;max-width:{MAX_WIDTH}px;margin:auto;padding:0 8px;line-height:1.45}}"
+#: a figure is shown at its own pixel size (one CSS px per pixel of the PNG), shrunk to the window's width
+#: but never below this share of it: a figure wider than the window by more than that scrolls sideways in
+#: its own box, never the page. The figures' text is set in points at ``style.FIGURE_DPI`` (150 dpi:
+#: 2.08 px per point), so the smallest of it, 7 pt (6 pt only under more than 30 class names), is at
+#: least 12.4 px (10.6 px) on the page; at 0.85 a figure of up to 1,488 px (9.9 inches) fits a
+#: 1,280 px window with a scroll bar (1,265 px) whole
+MIN_FIGURE_SCALE = 0.85
+#: the side padding of the page: a figure's box spans it, edge to edge of the window
+PAD = 8
+STYLE = (f"body{{font-family:sans-serif;margin:0;padding:0 {PAD}px;line-height:1.45}}"
+         f"body>*{{max-width:{MAX_WIDTH}px;margin-left:auto;margin-right:auto}}"
          "table{border-collapse:collapse;font-size:85%;max-width:100%}"
          "td,th{border:1px solid #ccc;padding:2px 5px;vertical-align:top;overflow-wrap:break-word}"
-         "td small,th small{color:#555}div.scroll{overflow-x:auto;margin:0.5em 0}"
+         "td small,th small{color:#555}div.scroll{overflow-x:auto;margin-top:0.5em;margin-bottom:0.5em}"
+         f"body>div.figure{{max-width:none;margin:1em -{PAD}px;overflow-x:auto;text-align:center}}"
          "img{max-width:100%;height:auto}code,pre{background:#f6f6f6}pre{overflow-x:auto}")
-#: CSS pixels per inch: every figure is shown at its size in inches (``save_figure``'s dpi), one scale
-#: for all, down to the text's width (``MAX_WIDTH``)
-CSS_PX_PER_INCH = 96
+#: a paragraph holding one image and nothing else: a figure of the report
+FIGURE = re.compile(r'<p>\s*(<img\b[^>]*?\bwidth="(\d+)"[^>]*?)\s*/?>\s*</p>')
 TABLE = re.compile(r"<table>.*?</table>", re.S)
 #: a bracketed interval in a cell, ``[−0.5, +2.5]`` or ``[95 % CI −0.4, +1.1; MDE 1.0]``: kept on one line
 INTERVAL = re.compile(r"\[[^\[\]\n]{1,40}\]")
@@ -143,15 +153,15 @@ def fit_table(table: str) -> str:
 
 def fitting(html: str) -> str:
     """Every table ``fit_table``-ed, in a box that scrolls only in a window narrower than the table
-    can wrap to (figures shrink to the page's width by the style)."""
+    can wrap to (figures are ``figure_boxes``)."""
     return TABLE.sub(lambda m: f'<div class="scroll">{fit_table(m.group(0))}</div>', html)
 
 
 def embed_images(html: str, base: Path) -> str:
     """Every ``<img src="path">`` of the rendered page, ``path`` relative to ``base``, turned into a
-    PNG data URI, shown at ``CSS_PX_PER_INCH`` per inch of the figure (the common scale). Only images that the Markdown links (never text inside a code block, such as the
-    config's strings) and only files under ``base`` are embedded: a link outside it is an error, as
-    is a missing file (a report never silently loses a figure)."""
+    PNG data URI with the PNG's pixel width as its width. Only images that the Markdown links (never text
+    inside a code block, such as the config's strings) and only files under ``base`` are embedded: a
+    link outside it is an error, as is a missing file (a report never silently loses a figure)."""
     root = base.resolve()
 
     def inline(match: re.Match) -> str:
@@ -163,11 +173,22 @@ def embed_images(html: str, base: Path) -> str:
             raise FileNotFoundError(f"report figure {path} is missing")
         raw = path.read_bytes()
         width = png_width(raw)
-        size = f' width="{round(width * CSS_PX_PER_INCH / FIGURE_DPI)}"' if width else ""
+        size = f' width="{width}"' if width else ""
         data = base64.b64encode(raw).decode()
         return f"{match.group(1)}data:image/png;base64,{data}{match.group(3)}{size}"
 
     return IMG_SRC.sub(inline, html)
+
+
+def figure_boxes(html: str) -> str:
+    """Every image alone in its paragraph (a figure of the report, with its pixel width) in a box as
+    wide as the window: shown at its pixel size, shrunk to the window but never below
+    ``MIN_FIGURE_SCALE`` of it (its ``min-width``), and scrolled sideways in its box when still wider."""
+    def box(match: re.Match) -> str:
+        least = math.ceil(MIN_FIGURE_SCALE * int(match.group(2)))
+        return f'<div class="figure">{match.group(1)} style="min-width:{least}px"></div>'
+
+    return FIGURE.sub(box, html)
 
 
 #: the link schemes a report page may hold (any other, ``javascript:`` above all, becomes ``#``)
@@ -199,7 +220,7 @@ def render_markdown(text: str) -> str:
 
 def report_html(text: str, base: Path, title: str = "MR² replication report") -> str:
     """The Markdown report ``text`` (figure links relative to ``base``) as a standalone HTML page."""
-    body = fitting(embed_images(render_markdown(text), base))
+    body = fitting(figure_boxes(embed_images(render_markdown(text), base)))
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>"
             f"<style>{STYLE}</style></head><body>\n{body}\n</body></html>\n")
 
