@@ -3,6 +3,7 @@ typed --config values, targets, resume, GPU resources, use as a module, and the 
 smoke workflow runs once per session (tests/conftest.py), from a working directory other than the
 repository's (snakemake -s <repo>/Snakefile)."""
 
+import contextlib
 import json
 import os
 import re
@@ -174,9 +175,23 @@ def test_a_target_outside_the_config_is_refused_naming_the_key(tmp_path, target,
     assert res.returncode != 0 and needle in res.stdout + res.stderr and "KeyError" not in res.stdout + res.stderr
 
 
+@contextlib.contextmanager
+def handed_over(workdir):
+    """The output root ``workdir/results`` handed to another config for a while: its
+    pipeline_config.json moved aside (a rename keeps its time), put back after."""
+    recorded = workdir / "results" / "pipeline_config.json"
+    aside = recorded.with_name("pipeline_config.aside")
+    os.replace(recorded, aside)
+    try:
+        yield
+    finally:
+        os.replace(aside, recorded)
+
+
 @pytest.mark.slow
 def test_one_config_change_adds_only_its_runs(smoke_workdir):
-    res = run_snakemake(smoke_workdir, *SMOKE, "-n", "--config", "seeds=[0,1,2]")
+    with handed_over(smoke_workdir):  # the output root holds one config's results: smoke's until handed over
+        res = run_snakemake(smoke_workdir, *SMOKE, "-n", "--config", "seeds=[0,1,2]")
     jobs = planned_jobs(res)
     assert jobs["train"] == len(METHODS) + 1 and jobs["evaluate"] == len(METHODS) + 1
     assert "prepare" not in jobs
@@ -223,7 +238,8 @@ def test_killed_training_job_resumes_when_the_workflow_is_rerun(smoke_workdir):
 def test_theory_assumptions_reach_the_theory_step(smoke_workdir, tmp_path):
     extra = tmp_path / "theory.yaml"
     extra.write_text(yaml.safe_dump({"theory": {"norm": "frobenius", "delta": 0.1}}))
-    res = run_snakemake(smoke_workdir, "-n", "-p", "--forcerun", "theory_bound", *SMOKE, str(extra))
+    with handed_over(smoke_workdir):
+        res = run_snakemake(smoke_workdir, "-n", "-p", "--forcerun", "theory_bound", *SMOKE, str(extra))
     line = next(line for line in (res.stdout + res.stderr).splitlines() if "python -m theory bound" in line)
     assert "--delta 0.1" in line and "--norm frobenius" in line and "--c " not in line  # c: the CLI's default
 
@@ -426,8 +442,11 @@ def touched_workdir(path):
     date, without running a job: the workflow's plan, for tests of what it plans next."""
     workdir = workdir_with_configs(path)
     plan = run_snakemake(workdir, *SMOKE, "-n").stdout
+    run_snakemake(workdir, "results/pipeline_config.json", *SMOKE)  # the config's record, as the workflow writes it
     for line in re.findall(r"^    output: (.*)$", plan, re.M):
         for name in line.split(", "):
+            if name.endswith("pipeline_config.json"):
+                continue
             (workdir / name).parent.mkdir(parents=True, exist_ok=True)
             (workdir / name).touch()
     run_snakemake(workdir, *SMOKE, "--touch")  # every output up to date, in the order of the jobs
@@ -452,29 +471,61 @@ def test_an_output_no_later_step_reads_is_made_again_when_deleted(tmp_path):
         assert len(job) == 1 and re.search(rf"reason: Missing output files: .*{re.escape(path)}", job[0]), rule
 
 
-def test_results_built_from_another_config_are_refused_saying_which(tmp_path):
-    """Issue 41: two working directories writing to one output_root both ran (Snakemake's lock is per
-    directory), and the tables, figures and report mixed two configs. The output root's
-    pipeline_config.json records the config; aggregate refuses one of another config, naming it, and
-    goes on once it records this run's (the rule rewrites it when the config changes)."""
+def test_an_output_root_holding_another_configs_results_is_refused_naming_both(tmp_path):
+    """Issues 41 and 58 (N15/B12): two working directories writing to one output_root, one config after
+    the other, ended with "Nothing to be done" while the tables, figures and report were the other
+    config's (Snakemake's records of what ran are per working directory). The output root's
+    pipeline_config.json records its config: a workflow of another config is refused when it is
+    parsed, a dry run too, in one line naming both configs and the keys they differ in; the output
+    root, once handed over (that file deleted), rebuilds every results step from the new config."""
     workdir = touched_workdir(tmp_path / "wd")
     recorded = workdir / "results" / "pipeline_config.json"
-    # another working directory, another config (seeds), the same output root: it records its config there
+    before = recorded.read_bytes()
     other = workdir_with_configs(tmp_path / "other")
-    run_snakemake(other, str(recorded), "--forcerun", "pipeline_config", *SMOKE, "--config", "seeds=[0,1,2]",
-                  f"output_root={recorded.parent}")
-    assert json.loads(recorded.read_text())["seeds"] == [0, 1, 2]
-    (workdir / "results" / "tables" / "runs.csv").unlink()
-    res = run_snakemake(workdir, "results/tables/runs.csv", *SMOKE, check=False)
-    log = (workdir / "results" / "logs" / "aggregate.log").read_text().strip()
-    assert res.returncode != 0 and log.startswith("error: ") and len(log.splitlines()) == 1, log
-    assert f"{recorded.relative_to(workdir)} records another pipeline config" in log and "own output_root" in log
-    # this config's record: the check passes (the touched run files are the next thing it reads)
-    run_snakemake(workdir, "results/pipeline_config.json", "--forcerun", "pipeline_config", *SMOKE)
-    assert json.loads(recorded.read_text())["seeds"] == [0, 1]
-    run_snakemake(workdir, "results/tables/runs.csv", *SMOKE, check=False)
-    log = (workdir / "results" / "logs" / "aggregate.log").read_text().strip()
-    assert "records another pipeline config" not in log and "config.yaml is damaged" in log, log
+    for dry in (["-n"], []):
+        res = run_snakemake(other, *SMOKE, *dry, "--config", "seeds=[0,1,2]", f"output_root={recorded.parent}",
+                            check=False)
+        out = res.stdout + res.stderr
+        line = next(line for line in out.splitlines() if "holds the results of another config" in line)
+        assert res.returncode != 0 and "Nothing to be done" not in out
+        assert f"output root {recorded.parent} holds the results of another config (config/smoke.yaml from {workdir}" in line
+        assert "than this workflow's (config/smoke.yaml --config output_root, seeds" in line
+        assert "they differ in output_root, seeds:" in line and f"delete {recorded}" in line
+    assert recorded.read_bytes() == before and not (other / "results").exists()
+    recorded.unlink()  # handed over: every results step is planned again, from the new config
+    res = run_snakemake(other, *SMOKE, "-n", "--config", "seeds=[0,1,2]", f"output_root={recorded.parent}")
+    assert {"pipeline_config", "aggregate", "results_table", "figures", "report"} <= set(planned_jobs(res))
+
+
+def test_two_workflows_never_write_one_output_root_at_once(tmp_path):
+    """Issue 58 (B12): two workflows started on one output root both trained the same runs and wrote
+    the same log files. The first holds a lock under the output root until its Snakemake process ends;
+    the second is refused before any job, naming the holder; a holder killed leaves nothing blocking."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(workdir / "results" / "pipeline_config.json")],
+                              cwd=tmp_path, stdout=subprocess.PIPE, text=True,
+                              env={**pipeline_env(), "PYTHONPATH": str(REPO)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        res = run_snakemake(workdir, "results/run_folders.tsv", *SMOKE, check=False)
+        out = res.stdout + res.stderr
+        assert res.returncode != 0 and not (workdir / "results" / "run_folders.tsv").exists()
+        assert f"output root results is being written by another workflow (pid {holder.pid} on host" in out
+        assert f"working directory {tmp_path}, config elsewhere.yaml" in out
+    finally:
+        holder.kill()
+        holder.wait()
+    run_snakemake(workdir, "results/run_folders.tsv", *SMOKE)  # the killed holder's lock went with it
+    assert (workdir / "results" / "run_folders.tsv").is_file()
+
+
+#: a workflow elsewhere holding the output root of pipeline_config.json argv[1] until it is killed
+HOLD = """import sys, time
+from mr2.pipeline.root import hold
+hold(sys.argv[1], {"seeds": [9]}, "elsewhere.yaml")
+print("held", flush=True)
+time.sleep(600)
+"""
 
 
 def write_module_workflow(workdir, configfile="config/smoke.yaml", prefix=None):
@@ -508,6 +559,23 @@ def test_the_workflow_works_as_a_snakemake_module(tmp_path):
     assert yaml.safe_load((workdir / run).read_text())["tags"]["sweep"] == "c_bar"
 
 
+def test_a_module_never_merges_the_projects_default_under_a_configfile(tmp_path):
+    """Issue 58 (item 7): a project as snakedeploy writes it (`configfile: "config/config.yaml"`, a copy
+    of the default, and the module) run with `--configfile config/smoke.yaml` got the default merged under
+    smoke: its `train.augment: none` changed every run and its hash. That merge is refused when the
+    workflow is parsed, naming the key; with Snakemake's --replace-workflow-config the module plans
+    exactly smoke's runs, as the workflow run directly does."""
+    workdir = workdir_with_configs(tmp_path / "wd")
+    write_module_workflow(workdir, configfile="config/config.yaml")
+    res = run_snakemake(workdir, *SMOKE, "-n", snakefile=workdir / "Snakefile", check=False)
+    out = res.stdout + res.stderr
+    assert res.returncode != 0 and "config file config/config.yaml (a `configfile:` of the workflow) is merged " \
+        "under --configfile config/smoke.yaml: its keys datasets.fashion_mnist.train.augment would change your runs" in out
+    replaced = run_snakemake(workdir, *SMOKE, "--replace-workflow-config", "-n", snakefile=workdir / "Snakefile")
+    direct = run_snakemake(workdir_with_configs(tmp_path / "direct"), *SMOKE, "-n")
+    assert planned_paths(replaced) == {f"mr2_{rule}": paths for rule, paths in planned_paths(direct).items()}
+
+
 def planned_paths(res):
     """Every output, log and benchmark path of a dry run's jobs, by rule: {rule: set of paths}."""
     paths = {}
@@ -539,7 +607,9 @@ def test_the_shipped_configs_share_no_run_path_and_one_ablation_reuses_its_folde
     folders = run_folders(workdir, *SMOKE)
     one = run_folders(workdir, *SMOKE, "--config", "methods=[erm,mr2_uniform]", "seeds=[0]")
     assert len(one) == 3 and one == {(d, m, v, seed): folders[d, m, v, seed] for d, m, v, seed in one}
-    for path in default_runs | set().union(*default.values()):  # the default has run: its files exist
+    for path in default_runs | set().union(*default.values()):  # the default's runs have run: their files exist
+        if path.endswith("pipeline_config.json"):  # (not its record: the output root is smoke's to take)
+            continue
         (workdir / path).parent.mkdir(parents=True, exist_ok=True)
         (workdir / path).touch()
     # (files without Snakemake's metadata: --forcerun makes smoke's tables ask for all of its runs)

@@ -46,6 +46,7 @@ from mr2.pipeline import paths
 from mr2.pipeline import runs as plan
 from mr2.pipeline.config import CONFIG_SCHEMA, SAFE_NAME, checked, known_methods, load_schemas
 from mr2.pipeline.config import sweep_variants, tune_section
+from mr2.pipeline.configfiles import check_not_merged
 from mr2.pipeline.jobs import device_args, divergence_args, gpu_resources, jtt_errors_args, launcher
 from mr2.pipeline.jobs import theory_args, upsample_input
 from mr2.pipeline.paths import DATA_KEY, EVAL_FILES, EVAL_VAL_FILES, HASH, JTT_KEY, RUN_FILES, RUN_KEY, TABLE_NAMES
@@ -58,14 +59,39 @@ ENV_RESULTS = "../envs/results.yml"  # tables, figures, analysis, report: pandas
 SCHEMAS = load_schemas(ROOT / "workflow" / "schemas")  # this workflow's own, wherever it was deployed from
 SCHEMA = SCHEMAS[CONFIG_SCHEMA]
 
+# a `configfile:` of an including workflow (snakedeploy's copy of config/config.yaml) merged under the
+# user's --configfile would change the user's runs: refused, naming its keys (mr2.pipeline.configfiles)
+check_not_merged(
+    workflow.configfiles,
+    workflow.overwrite_configfiles,
+    workflow.config_settings.overwrite_config,
+    workflow.config_settings.replace_workflow_config,
+)
 config.update(checked(config, SCHEMAS))  # typed, defaults filled in, checked: errors name the key
 TUNE = tune_section(config)  # no tuning stage unless the config has a `tune` section
 SWEEP_METHOD = config["sweeps"]["method"]
 REFERENCE = config["reference"]
 MR2_METHOD = figure_options(config).method  # the registry's reading, shared by `mr2 figures` and `mr2 report`
-# OUT, DATA, DATA_CONFIG, RUN_DIR, RUN_CONFIG, JTT_*, EVAL_DIR, TUNE_*, TABLES, FIGURES, ANALYSIS, LOGS,
-# BENCHMARKS, REPORT, REPORT_HTML, THEORY, PIPELINE_CONFIG, RUN_FOLDERS: mr2.pipeline.paths.patterns
-globals().update(paths.patterns(config["output_root"]))
+# the path patterns under the output root the rules use (mr2.pipeline.paths.patterns)
+PATTERNS = paths.patterns(config["output_root"])
+OUT = PATTERNS["OUT"]
+DATA = PATTERNS["DATA"]
+DATA_CONFIG = PATTERNS["DATA_CONFIG"]
+RUN_DIR = PATTERNS["RUN_DIR"]
+RUN_CONFIG = PATTERNS["RUN_CONFIG"]
+JTT_STAGE1_DIR = PATTERNS["JTT_STAGE1_DIR"]
+JTT_ERRORS = PATTERNS["JTT_ERRORS"]
+EVAL_DIR = PATTERNS["EVAL_DIR"]
+TUNE_DIR = PATTERNS["TUNE_DIR"]
+TUNE_CHOSEN = PATTERNS["TUNE_CHOSEN"]
+TABLES = PATTERNS["TABLES"]
+FIGURES = PATTERNS["FIGURES"]
+ANALYSIS = PATTERNS["ANALYSIS"]
+THEORY = PATTERNS["THEORY"]
+REPORT = PATTERNS["REPORT"]
+REPORT_HTML = PATTERNS["REPORT_HTML"]
+PIPELINE_CONFIG = PATTERNS["PIPELINE_CONFIG"]
+RUN_FOLDERS = PATTERNS["RUN_FOLDERS"]
 log_of = functools.partial(paths.log_of, OUT)
 benchmark_of = functools.partial(paths.benchmark_of, OUT)
 locks_of = functools.partial(paths.locks_of, OUT)

@@ -50,7 +50,10 @@ rule data_config:
         "PYTHONPATH={params.repo:q}${{PYTHONPATH:+:$PYTHONPATH}} python -m mr2 configure --data {params.settings:q} --out {output:q} > {log:q} 2>&1"
 
 
+from snakemake_interface_executor_plugins.settings import ExecMode
+
 from mr2.common.io import config_digest
+from mr2.pipeline.root import check_owner, config_name, hold, release
 
 # The pipeline config as run, as pipeline_config.json records it, and its digest: the results steps
 # refuse an output root whose pipeline_config.json records another config (`mr2 aggregate
@@ -75,12 +78,33 @@ rule pipeline_config:
         "printf '%s\\n' {params.config:q} > {output:q} 2> {log:q}"
 
 
+# One output root holds one config's results (mr2.pipeline.root): a root whose pipeline_config.json
+# records another config is refused when the workflow is parsed, a dry run too, before any job (not in
+# a cluster job's own parse: the workflow that sent it checked); and one workflow at a time writes it
+# (the lock Snakemake's onstart takes, workflow/Snakefile). The root is where Snakemake placed the
+# rule's output (a module's `prefix:` moves it).
+CONFIG_NAME = config_name(workflow.configfiles, workflow.config_settings.config)
+if workflow.exec_mode == ExecMode.DEFAULT:
+    check_owner(rules.pipeline_config.output[0], config, CONFIG_NAME)
+
+
+def hold_output_root():
+    """This workflow alone writes the output root until it ends (workflow/Snakefile's onstart)."""
+    hold(rules.pipeline_config.output[0], config, CONFIG_NAME)
+
+
+def release_output_root():
+    release(rules.pipeline_config.output[0])
+
+
 rule run_folders:
     """The run folder of every run of the config (dataset, method, variant, seed, folder relative to
     the output root): `snakemake --cores 1 run_folders [--configfile ...] [--config ...]`. With a tuning
-    stage the final runs' folders are named after its choice, so it runs first."""
+    stage the final runs' folders are named after its choice, so it runs first. Made again with the
+    config's record (an output root handed to another config lists that config's runs)."""
     input:
         tuned_inputs,
+        cfg=PIPELINE_CONFIG,
     output:
         RUN_FOLDERS,
     log:
