@@ -7,14 +7,21 @@ written into its run config, its variant is ``trial<i>`` and it is scored on the
 
   trial_options   the options of every trial of one method (log-uniform draws, 3 significant digits)
   trial_variant   ``trial3``: the variant name of trial 3; ``trial_index`` reads it back
-  split_options   a trial's options split into the loss's and the training recipe's (``train.lr``)
+  split_options   a trial's or a choice's options split into the loss's and the training recipe's:
+                  a searched ``train.<key>`` (a key of ``TUNABLE_TRAIN``: lr, weight_decay, momentum,
+                  min_lr, warmup_epochs) is the run config's ``train.<key>``, every other name a loss option
+  option_column   the column of the runs table that holds a searched option
+  file_sha256     the SHA-256 of a file's bytes: chosen.yaml records that of the tuning.csv it was chosen
+                  from (``TRIALS_DIGEST``), and the final runs read it only when the two still match
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import random
 import re
+from pathlib import Path
 
 TRIAL_PREFIX = "trial"
 _TRIAL = re.compile(rf"^{TRIAL_PREFIX}([0-9]+)\Z")
@@ -80,3 +87,12 @@ def option_column(name: str) -> str:
     if name.startswith(TRAIN_PREFIX):
         return "config." + name
     return "config.method.options." + name
+
+
+#: the key of chosen.yaml that holds the SHA-256 of the tuning.csv it was chosen from
+TRIALS_DIGEST = "tuning_csv_sha256"
+
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes (hex)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

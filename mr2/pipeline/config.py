@@ -228,9 +228,16 @@ def check_cross_keys(config: dict, schema: dict) -> None:
         )
 
 
+#: why the reference is neither searched nor a follower
+REFERENCE_UNTUNED = "the reference is not tuned (its validation accuracy ranks the classes every trial is scored on)"
+
+
 def check_tune(config: dict, schema: dict) -> None:
-    """Config key `tune`: every searched method is run and takes the options searched; every follower
-    follows a searched method; the trials' seeds are apart from the final seeds."""
+    """Config key `tune`: every searched method is run, is not the reference, and takes the options
+    searched (a loss option not fixed in `method_options`, or a recipe key ``check_searched_recipe``
+    admits); every follower is run, is neither the reference nor searched itself, follows a searched
+    method and states in `method_options` no option its source's search chooses; the trials' seeds are
+    apart from the final seeds."""
     tune = tune_section(config)
     if not tune:
         return
@@ -239,8 +246,7 @@ def check_tune(config: dict, schema: dict) -> None:
         if method not in methods:
             raise PipelineConfigError(f"config key 'tune.space.{method}': method {method!r} is not in 'methods' {methods}")
         if method == config["reference"]:
-            raise PipelineConfigError(f"config key 'tune.space.{method}': the reference is not tuned (its validation "
-                                      "accuracy ranks the classes every trial is scored on)")
+            raise PipelineConfigError(f"config key 'tune.space.{method}': {REFERENCE_UNTUNED}")
         takes = method_option_names(schema, method)
         for option in space:
             if option.startswith(TRAIN_PREFIX):
@@ -256,6 +262,8 @@ def check_tune(config: dict, schema: dict) -> None:
                                           f"'method_options.{method}'; an option is either fixed or searched")
         trial_options(space, 1, tune["seed"], method)  # the ranges, each error naming its key
     for follower, source in tune["follow"].items():
+        if follower == config["reference"]:
+            raise PipelineConfigError(f"config key 'tune.follow.{follower}': {REFERENCE_UNTUNED}")
         if follower not in methods or source not in tune["space"]:
             raise PipelineConfigError(f"config key 'tune.follow.{follower}': {follower!r} must be in 'methods' and "
                                       f"{source!r} in 'tune.space' ({', '.join(tune['space'])})")

@@ -10,20 +10,30 @@ setting is a new folder.
 
 With a tuning stage (config key `tune`) a tuned method's final runs take the options the tuning of
 their dataset chose: ``chosen(dataset)`` gives that dataset's chosen.yaml as a mapping (the workflow
-reads it once its tune checkpoint has run).
+reads it once its tune checkpoint has run, through ``read_chosen``: only while it still matches the
+tuning.csv beside it). A searched ``train.<key>`` goes into the run config's `train` section, every
+other searched option into the method's options.
+
+With `variance: {split: true}` a run's data.split_seed is its seed (each seed its own training subset
+and validation split); the run hash reads ``SPLIT_SEED_IS_SEED`` in its place, so the seeds of one
+setting still share their parent folder, and each seed has its own prepared data (``data_hash``).
 """
 
 from __future__ import annotations
 
 import copy
+import csv
 import hashlib
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..common.runs import DEFAULT_VARIANT
-from ..common.tuning import TRAIN_PREFIX, TRIAL_TAG, TUNED_TAG, split_options, trial_index, trial_options, trial_variant
+from ..common.tuning import TRAIN_PREFIX, TRIAL_TAG, TRIALS_DIGEST, TUNED_TAG, file_sha256, split_options
+from ..common.tuning import trial_index, trial_options, trial_variant
 from .config import (
     PipelineConfigError,
     convergence_datasets,
@@ -109,6 +119,45 @@ def chosen_options(config: dict, schema: dict, dataset: str, method: str, chosen
     options = chosen(tuning_dataset(config, dataset))["methods"][tuned_method(config, method)]
     takes = method_option_names(schema, method)
     return {key: value for key, value in options.items() if key in takes or key.startswith(TRAIN_PREFIX)}
+
+
+def read_chosen(config: dict, dataset: str, path: str | Path) -> dict[str, Any]:
+    """The tuning's choice for ``dataset``, its chosen.yaml at ``path``, as the final runs take it: read
+    as plain YAML (no tags), a mapping whose `dataset` is ``dataset`` and whose `methods` give every
+    method searched in config key `tune.space` its options; and still the choice of the trials beside it:
+    its `tuning_csv_sha256` is the SHA-256 of the tuning.csv in its folder, and its options are those of
+    the rows that tuning.csv marks `chosen`. Anything else (a damaged, edited or replaced record) is a
+    `PipelineConfigError`, one line naming the file(s): deleting chosen.yaml makes the tune step choose
+    again from its trials."""
+    path = Path(path)
+    redo = f"delete {path} and the tune step chooses again from its trials"
+    try:
+        record = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        problem = " ".join(str(getattr(exc, "problem", None) or getattr(exc, "strerror", None) or exc).split())
+        raise PipelineConfigError(f"{path}: not a tuning record that can be read ({problem}); {redo}") from None
+    if not isinstance(record, dict) or not isinstance(record.get("methods"), dict):
+        raise PipelineConfigError(f"{path}: not a tuning record (a mapping with 'methods'); {redo}")
+    if record.get("dataset") != dataset:
+        raise PipelineConfigError(f"{path}: the choice of dataset {record.get('dataset')!r}, not of {dataset!r}; {redo}")
+    for method in tune_section(config)["space"]:
+        if not isinstance(record["methods"].get(method), dict):
+            raise PipelineConfigError(f"{path}: no options for {method!r} (searched in config key "
+                                      f"'tune.space.{method}'); {redo}")
+    trials = path.with_name("tuning.csv")
+    if not trials.is_file() or record.get(TRIALS_DIGEST) != file_sha256(trials):
+        raise PipelineConfigError(f"{path} does not match {trials} (its '{TRIALS_DIGEST}' is not that file's "
+                                  f"SHA-256: one of the two was changed, replaced or deleted); {redo}")
+    with open(trials, encoding="utf-8", newline="") as handle:
+        rows = [row for row in csv.DictReader(handle) if row.get("dataset") == dataset and row.get("chosen") == "True"]
+    try:
+        marked = {row["method"]: json.loads(row["options"]) for row in rows}
+    except (KeyError, TypeError, ValueError):
+        marked = None
+    if marked is None or len(marked) != len(rows) or marked != record["methods"]:
+        raise PipelineConfigError(f"{path} does not match {trials}: the options it holds are not those of the "
+                                  f"trials tuning.csv marks 'chosen'; {redo}")
+    return record
 
 
 def merged(base: dict, update: Mapping) -> dict:

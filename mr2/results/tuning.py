@@ -1,23 +1,30 @@
-"""The tuning stage's decision: each trial's validation scores, the options chosen by the criterion the
-config states before anything runs, and the expected best score against the number of trials.
+"""The tuning stage's decision: each trial's validation scores, the options chosen by the selection
+rule the config states before anything runs (``tune.criterion``), what every other rule would have
+chosen, and the expected best score against the number of trials.
 
 Reads what ``mr2 evaluate --split val`` wrote for every trial and for the reference's runs at the
-trials' seeds (``<run>/eval_val/``): validation data only, never the test set.
+trials' seeds (``<run>/eval_val/``): validation data only, never the test set. The groups are those of
+the reference (ERM, untuned): its classes ranked by validation accuracy and cut in thirds.
 
-  trial_table    a row per trial: its searched options and validation accuracy (all, easy, medium, hard,
-                 worst, top-1; mean over its seeds), easy/medium/hard being thirds of the classes ranked
-                 by the reference's validation accuracy
-  choose         per method, the trial that maximises the criterion (ties: the other metric, then the
-                 lower trial index), and the one the other criterion would have picked
-  expected_max   the expected best score of n trials drawn without replacement from the N run
-                 (Tang et al. 2020's unbiased estimator)
-  budget_table   expected_max for n = 1..N, per dataset and method
-  write_tuning   tuning.csv, chosen.yaml, budget.csv and the figure tuning.{png,pdf}
+  trial_table      a row per trial: its searched options (the loss's and the recipe's ``train.<key>``)
+                   and validation accuracy (all, easy, medium, hard, worst, top-1; mean over its seeds)
+  qualifies        the claim rule's admission: easy ≥ the reference's easy − effect_of_interest (the
+                   edge admits), i.e. a trial that keeps the easy classes
+  ranks            each trial's rank under a rule: ``hard`` (the hard group, ties by all classes, then
+                   the lower trial), ``all`` (the reverse) or ``claim`` (among the admitted trials the
+                   best hard group; where none is admitted, the best accuracy of all classes)
+  choose           ``rank`` and ``chosen`` under the config's rule, and ``chosen_<rule>`` for every rule
+  expected_max     the expected best score of n trials drawn without replacement from the N run
+                   (Tang et al. 2020's unbiased estimator); ``budget_table`` for n = 1..N
+  reference_groups the reference's per-class validation accuracy and each class's group
+  write_tuning     tuning.csv, chosen.yaml (the choice, every other rule's, the effect of interest and
+                   the SHA-256 of tuning.csv: the final runs check it, ``mr2.pipeline.runs.read_chosen``),
+                   reference_groups.csv, budget.csv, tuning.md and the figure tuning.{png,pdf}; every
+                   check is made before anything is written
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from pathlib import Path
@@ -32,7 +39,7 @@ import yaml  # noqa: E402
 
 from ..common.io import save_csv, save_text  # noqa: E402
 from ..common.runs import DEFAULT_VARIANT  # noqa: E402
-from ..common.tuning import option_column, trial_index  # noqa: E402
+from ..common.tuning import TRIALS_DIGEST, file_sha256, option_column, trial_index  # noqa: E402
 from .groups import difficulty_table  # noqa: E402
 from .plotting import display_name, method_colour, panels, save_figure  # noqa: E402
 from .tables import per_run_metrics  # noqa: E402
@@ -287,15 +294,6 @@ def tuning_markdown(trials: pd.DataFrame, criterion: str, reference: pd.DataFram
 def _options_text(options: str) -> str:
     return ", ".join(f"{k} = {v:g}" if isinstance(v, (int, float)) else f"{k} = {v}"
                      for k, v in json.loads(options).items()) or "its defaults"
-
-
-def file_sha256(path: str | Path) -> str:
-    """The SHA-256 of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
-#: the key of chosen.yaml that names the tuning.csv it was chosen from (its SHA-256)
-TRIALS_DIGEST = "tuning_csv_sha256"
 
 
 def write_tuning(per_class: pd.DataFrame, runs: pd.DataFrame, out_dir: str | Path, criterion: str = "hard",

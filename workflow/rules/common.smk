@@ -104,9 +104,9 @@ def figure_names():
 
 
 def chosen(dataset):
-    """The tuning's choice for ``dataset`` (its chosen.yaml); Snakemake's IncompleteCheckpointException
-    until its tune checkpoint has run."""
-    return yaml.safe_load(Path(checkpoints.tune.get(dataset=dataset).output.chosen).read_text(encoding="utf-8"))
+    """The tuning's choice for ``dataset`` (its chosen.yaml, checked against the tuning.csv beside it);
+    Snakemake's IncompleteCheckpointException until its tune checkpoint has run."""
+    return plan.read_chosen(config, dataset, checkpoints.tune.get(dataset=dataset).output.chosen)
 
 
 @functools.cache

@@ -33,8 +33,10 @@ rule evaluate_val:
 
 
 checkpoint tune:
-    """The options of each searched method that maximise the config's criterion on validation, every
-    trial's scores (tuning.csv), the expected best score against the budget (budget.csv, tuning.png)."""
+    """The options of each searched method that the config's selection rule (`tune.criterion`) picks on
+    validation (chosen.yaml, with the SHA-256 of tuning.csv that the final runs check), every trial's
+    scores (tuning.csv), the reference's groups (reference_groups.csv), the expected best score against
+    the budget (budget.csv, tuning.png/pdf) and the summary (tuning.md)."""
     input:
         trial_files,
     output:
@@ -43,6 +45,7 @@ checkpoint tune:
         budget=f"{TUNE_DIR}/budget.csv",
         md=f"{TUNE_DIR}/tuning.md",
         png=f"{TUNE_DIR}/tuning.png",
+        pdf=f"{TUNE_DIR}/tuning.pdf",
         groups=f"{TUNE_DIR}/reference_groups.csv",
     log:
         log_of("tune", "{dataset}"),
