@@ -57,6 +57,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..common.runs import DEFAULT_VARIANT, RUN_KEYS
+from .figures.registry import ANALYSIS_FIGURES, ANALYSIS_TABLES
 from .groups import class_names
 from .statistics import LEVEL, grouped_spearman, seed_interval
 
@@ -67,8 +68,7 @@ FINAL_STATISTICS = ["gamma"] + [f"{s}{suffix}" for suffix in NORMS.values() for 
 EPOCH_STATISTICS = ["mean_sq_norm", "spread", "a", "gamma"]
 EXPLORATORY_OPTIONS = ("statistic", "p")
 SUMMARY_KEYS = ["dataset", "method", "variant", "source", "epoch", "x", "y"]
-TABLE_NAMES = ["correlations", "correlation_summary", "decomposition", "decomposition_summary", "margins"]
-FIGURE_NAMES = ["premise_decomposition", "premise_margins"]
+TABLE_NAMES, FIGURE_NAMES = list(ANALYSIS_TABLES), list(ANALYSIS_FIGURES)  # the registry's, which the workflow reads
 EQUAL_CV = 0.1
 SYMBOLS = {"mean_sq_norm": "‖μ̂_k‖²", "spread": "‖ŝ_k‖²", "a": "a_k", "gamma": "γ_k"}
 

@@ -1,7 +1,6 @@
 # Does the paper's premise hold? Each link of MR²'s chain measured from the tidy tables
-# (mr2/results/premise_*.py): rank correlations with seed intervals, a_k's decomposition, two figures.
-ANALYSIS_TABLES = ["correlations", "correlation_summary", "decomposition", "decomposition_summary", "margins"]
-ANALYSIS_FIGURES = ["premise_decomposition", "premise_margins"]
+# (mr2/results/premise_*.py): rank correlations with seed intervals, a_k's decomposition, two figures;
+# their names are the figures' registry's (ANALYSIS_TABLES, ANALYSIS_FIGURES, common.smk).
 
 
 rule analysis:

@@ -51,7 +51,7 @@ from mr2.pipeline.jobs import device_args, divergence_args, gpu_resources, jtt_e
 from mr2.pipeline.jobs import theory_args, upsample_input
 from mr2.pipeline.paths import DATA_KEY, EVAL_FILES, EVAL_VAL_FILES, HASH, JTT_KEY, RUN_FILES, RUN_KEY, TABLE_NAMES
 from mr2.pipeline.paths import THEORY_FIGURE, folder_of, run_dirs_of
-from mr2.results.figures.registry import config_figures, figure_options
+from mr2.results.figures.registry import ANALYSIS_FIGURES, ANALYSIS_TABLES, config_figures, figure_options
 
 CAPTIONS = ROOT / "workflow" / "report"
 ENV_TORCH = "../envs/torch.yml"  # configs, prepare, train, evaluate, theory (--sdm conda)

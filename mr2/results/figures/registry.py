@@ -19,6 +19,7 @@ figure is that module and that caption.
            {sweep_method} filled in)
 
   FIGURES         name -> Declaration, in their order
+  ANALYSIS_TABLES, ANALYSIS_FIGURES  the premise analysis' outputs (``mr2 analysis``)
   figure_options  the reference, the MR² method whose margins are drawn and the swept method of a config
   config_figures  the names of the figures a pipeline config draws (the workflow's outputs)
   title_of        a figure's heading (also of a figure another step draws into the figures folder)
@@ -36,6 +37,10 @@ DECLARATION = "FIGURE"
 FIELDS = ("name", "title", "order", "needs", "missing", "empty")
 #: figures that other steps draw into the figures folder, not ``mr2 figures``: name -> heading
 OTHER_STEPS = {"bound_terms": "Proposition 1, term by term"}  # the theory step (``theory.pipeline``)
+#: what ``mr2 analysis`` writes into the analysis folder (``mr2.results.premise_tables``): its tables
+#: (``<name>.csv``) and figures (``<name>.png`` and ``.pdf``); the workflow declares them from here
+ANALYSIS_TABLES = ("correlations", "correlation_summary", "decomposition", "decomposition_summary", "margins")
+ANALYSIS_FIGURES = ("premise_decomposition", "premise_margins")
 
 
 @dataclass(frozen=True)
