@@ -25,6 +25,7 @@ line and exit code 1; never a traceback for either.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from . import __version__
@@ -199,6 +200,21 @@ def figure_options_of(args, config: dict | None):
     return replace(figure_options(config), **given)
 
 
+def write_primary(tables: Path) -> None:
+    """<tables>/primary.json: the config's declared primary test (config key ``primary``), read from the
+    pipeline config recorded under the output root (<tables>/../pipeline_config.json); an earlier one is
+    removed when the config declares none."""
+    from .common.io import save_json
+
+    recorded = tables.parent / "pipeline_config.json"
+    config = json.loads(recorded.read_text(encoding="utf-8")) if recorded.is_file() else {}
+    primary = config.get("primary") if isinstance(config, dict) else None
+    if isinstance(primary, dict) and primary:
+        save_json(primary, tables / "primary.json")
+    else:
+        (tables / "primary.json").unlink(missing_ok=True)
+
+
 def effect_option(p: argparse.ArgumentParser) -> None:
     """--effect-of-interest: the pipeline config's ``effect_of_interest``."""
     p.add_argument("--effect-of-interest", type=float, default=1.0, metavar="POINTS",
@@ -343,6 +359,7 @@ def results_step(args) -> None:
         convergence = convergence_table(t["per_class"], t["runs"], t["groups"], tolerance=args.tolerance)
         save_csv(convergence, Path(args.tables) / "convergence.csv")
         save_csv(settings_table(t["runs"], convergence), Path(args.tables) / "settings.csv")
+        write_primary(Path(args.tables))
         print(f"[table] {len(table)} rows -> {args.tables}/results.md; {len(comparisons)} comparisons")
     elif args.step == "figures":
         from .common.io import load_yaml_file
@@ -365,13 +382,14 @@ def results_step(args) -> None:
                                sections=args.section, report=args.report, figures=args.figure)
         print(f"[readme] {args.readme}: block {args.name} from {folder}")
     elif args.step == "verdicts":
-        from .results.verdicts import snapshot_verdicts, update_verdicts, verdict_markdown
+        from .results.snapshots import snapshot_primaries, snapshot_verdicts
+        from .results.verdict_text import update_verdicts, verdict_markdown
 
         if not Path(args.snapshots).is_dir():
             raise FileNotFoundError(f"snapshots folder {args.snapshots} not found")
         missing = [page for page in args.readme if not update_verdicts(page, args.snapshots)]
         if missing:
-            print(verdict_markdown(snapshot_verdicts(args.snapshots)))
+            print(verdict_markdown(snapshot_verdicts(args.snapshots), snapshot_primaries(args.snapshots)))
             raise ValueError(f"{', '.join(missing)}: no verdict block (<!-- verdicts -->, <!-- verdicts:short --> or "
                              "<!-- headline -->, each marker on a line of its own) to fill")
         print(f"[verdicts] {', '.join(args.readme)}: verdict tables from {args.snapshots}")

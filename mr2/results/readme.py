@@ -33,13 +33,13 @@ import pandas as pd
 from ..common.io import block_lines, fill_block_lines, save_csv, save_text
 from ..common.runs import check_safe_name
 from .tables import results_markdown
-from .verdicts import update_verdicts
+from .verdict_text import update_verdicts
 
 SNAPSHOTS = Path("docs") / "results"
 #: the files of a snapshot: the results table (required) and, when the run wrote them, its paired
 #: comparisons, settings and convergence checks, and the per-seed evidence every number is
 #: recomputed from (``EVIDENCE``)
-REQUIRED, OPTIONAL = ("results.csv", "results.md"), ("comparisons.csv", "settings.csv", "convergence.csv")
+REQUIRED, OPTIONAL = ("results.csv", "results.md"), ("comparisons.csv", "settings.csv", "convergence.csv", "primary.json")
 #: the per-seed, per-class tables a snapshot keeps, with the columns a reader needs to recompute any
 #: interval, ρ or group number: each run's keys, its per-class test accuracy and the premise's per-class
 #: statistics (γ_k, a_k, ‖μ̂_k‖², ‖ŝ_k‖², training set), and the easy/medium/hard groups

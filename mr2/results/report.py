@@ -26,9 +26,12 @@ from .longtail import longtail_section
 from .per_class import changed_classes, class_changes
 from .premise_text import premise_section
 from .regimes import regime_section
-from .statistics import EFFECT_OF_INTEREST, EQUIVALENT, UNDERPOWERED, word_of
-from .tables import ABLATIONS, comparisons_table, paired, per_run_metrics
-from .verdicts import settings_table, verdict_markdown, verdict_table
+from . import rules
+from .rules import ABLATIONS, EQUIVALENT, NOT_JUDGED, SUPPORTED, UNDERPOWERED, shown_word, word_of
+from .statistics import EFFECT_OF_INTEREST
+from .tables import comparisons_table, paired, per_run_metrics
+from .verdict_text import primary_line, verdict_markdown
+from .verdicts import primary_result, settings_table, verdict_table
 
 # The paper's CIFAR-100 / ResNet-32 numbers for ERM and MR² as a third-party summary gives them
 # (unverified; percent; docs/method.md, "Experimental protocol").
@@ -85,27 +88,46 @@ FINDING_METRICS = {"hard": "hard classes", "easy": "easy classes", "all": "all c
                    "top1": "overall top-1", "worst": "worst class"}
 
 
-def claim_verdict(v: dict[str, str]) -> str:
-    """The paper's claim from MR²'s paired words against the reference (``comparison_word``):
-    hard classes higher, easy classes not lower, overall accuracy (top-1; the mean per-class accuracy
-    where the tables have no top-1) higher. Metrics absent from ``v`` (no easy classes when K < 3)
-    are not part of it. When it is not supported and a needed comparison is underpowered, says which."""
+#: the parts of the claim the report's sentence reads, and how it names them
+CLAIM_PARTS = {"hard_up": "hard classes up", "easy_not_down": "easy classes not down", "overall_up": "overall up"}
+
+
+def claim_sentence(row: pd.Series | dict, effect_of_interest: float = EFFECT_OF_INTEREST) -> str:
+    """The paper's claim for one setting as the verdict table words it (``mr2.results.verdicts``, the
+    rulebook ``mr2.results.rules``, gates included): **supported** when its three parts are, otherwise
+    **not supported**, each part's word beside it; **not judged** with the gate's reason when the
+    setting earns no word. The report and the table read the same row, so they cannot disagree."""
+    if not bool(row["eligible"]):
+        return f"**{NOT_JUDGED}** here: {row['reason']}."
+    words = {part: row[part] for part in CLAIM_PARTS}
+    whole = SUPPORTED if all(w == SUPPORTED for w in words.values()) else "not supported"
+    return (f"**{whole}** here (" + "; ".join(f"{name} **{shown_word(words[p], effect_of_interest)}**"
+                                             for p, name in CLAIM_PARTS.items()) + ").")
+
+
+def part_readings(v: dict[str, str]) -> str:
+    """For a method the verdict table does not judge (not MR²): each part's reading of its comparison's
+    word (``rules.reading``), without the table's gates."""
     overall = "top1" if "top1" in v else "all"
-    needed = {"hard": v["hard"], overall: v[overall], **({"easy": v["easy"]} if "easy" in v else {})}
-    if any(x.startswith("undetermined") for x in needed.values()):
-        return "**undetermined** here (too few paired seeds for an interval)."
-    holds = needed["hard"] == "higher" and needed.get("easy") != "lower" and needed[overall] == "higher"
-    weak = [FINDING_METRICS[m] for m, w in needed.items() if w == UNDERPOWERED]
-    return "**supported** here." if holds else "**not supported** here at the 95 % level" + (
-        f" (underpowered for the {', '.join(weak)}: a change of the effect of interest could have gone unseen)."
-        if weak else ".")
+    parts = [("hard", "up", "hard classes up"), (overall, "up", "overall up")]
+    if "easy" in v:
+        parts.insert(1, ("easy", "not down", "easy classes not down"))
+    return "; ".join(f"{name} {rules.reading(v[m], claim)}" for m, claim, name in parts)
 
 
 def findings(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, reference: str = "erm",
-             effect_of_interest: float = EFFECT_OF_INTEREST, method: str = "mr2") -> list[str]:
+             effect_of_interest: float = EFFECT_OF_INTEREST, method: str = "mr2",
+             verdicts: pd.DataFrame | None = None) -> list[str]:
     """Plain sentences, per dataset, on the paper's claims for ``method`` (the MR² method of the run,
     ``registry.figure_options``), computed from the tables; a "no clear difference" whose minimum
-    detectable effect exceeds ``effect_of_interest`` reads "underpowered"."""
+    detectable effect exceeds ``effect_of_interest`` reads "underpowered". The claim's sentence for MR²
+    is the verdict table's row of the dataset (``claim_sentence``; ``verdicts``, made from these
+    tables without convergence checks when not given)."""
+    if verdicts is None and method == rules.MR2:
+        verdicts = verdict_table(comparisons_table(per_class, runs, groups, reference,
+                                                   effect_of_interest=effect_of_interest),
+                                 per_class[["dataset", "method", "variant"]].drop_duplicates(),
+                                 settings_table(runs), reference)
     per_run = per_run_metrics(per_class, runs, groups)
     metrics = [m for m in FINDING_METRICS if m in per_run]  # no "easy" column when K < 3
     default = per_run[per_run["variant"] == DEFAULT_VARIANT]
@@ -122,9 +144,13 @@ def findings(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, 
             v = {m: _word(d, effect_of_interest) for m, d in res.items()}
             lines.append(f"- {name} against {reference.upper()}, paired by seed ({res['hard']['n_paired']} seeds): "
                          + "; ".join(f"{FINDING_METRICS[m]} {_fmt(res[m])} ({v[m]})" for m in metrics) + ".")
+            row = (verdicts[verdicts["dataset"].eq(dataset)] if method == rules.MR2 and verdicts is not None
+                   and len(verdicts) else pd.DataFrame())
             lines.append(
                 f"- The paper's claim ({name} raises hard-class accuracy without lowering easy-class accuracy, "
-                "and raises overall accuracy) is " + claim_verdict(v)
+                "and raises overall accuracy) is "
+                + (claim_sentence(row.iloc[0], effect_of_interest) + " (the verdict table's row)" if len(row)
+                   else f"not judged by the verdict table (it judges MR²); part by part: {part_readings(v)}.")
             )
             lines += held_out_finding(held_out, dataset, reference, effect_of_interest, method)
         for ablation in ABLATIONS:
@@ -308,6 +334,15 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
     lead = figure_block(LEAD_FIGURE, shown.pop(LEAD_FIGURE), report_dir) if LEAD_FIGURE in shown else []
     premise = figure_block(PREMISE_FIGURE, shown.pop(PREMISE_FIGURE), report_dir) if PREMISE_FIGURE in shown else []
     options_line = method_options_line(runs)
+    # the verdict table's rows, read by the verdict section and by the findings' claim sentences alike
+    comparisons = comparisons_table(per_class, runs, groups, reference, effect_of_interest=effect_of_interest)
+    verdicts = verdict_table(comparisons, per_class[["dataset", "method", "variant"]].drop_duplicates(),
+                             settings_table(runs, convergence), reference)
+    verdicts = verdicts.assign(snapshot="this run", config="", identity="") if len(verdicts) else verdicts
+    primary = primary_result(comparisons, config.get("primary"), verdicts) if isinstance(config, dict) else None
+    if primary is not None:
+        row = verdicts[verdicts["dataset"].eq(primary["dataset"])]
+        primary.update(snapshot="this run", config="the config below", cpu=str(row["cpu"].iloc[0]))
     n_runs = len(runs)
     text = [
         "# MR² replication report",
@@ -326,9 +361,8 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "",
         "## Verdict",
         "",
-        verdict_markdown(verdict_table(
-            comparisons_table(per_class, runs, groups, reference, effect_of_interest=effect_of_interest),
-            per_class[["dataset", "method", "variant"]].drop_duplicates(), settings_table(runs, convergence), reference)).strip(),
+        *([primary_line(primary), ""] if primary else []),
+        verdict_markdown(verdicts, effect=effect_of_interest).strip(),
         "",
         "## Results",
         "",
@@ -339,7 +373,7 @@ def write_report(tables: dict[str, pd.DataFrame], results_md: str, figures: dict
         "## What we find",
         "",
         *lead,
-        *findings(per_class, runs, groups, reference, effect_of_interest, method),
+        *findings(per_class, runs, groups, reference, effect_of_interest, method, verdicts),
         *class_findings(per_class, reference, method),
         "",
         *premise,  # a subsection of the findings: before the next section opens

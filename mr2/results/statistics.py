@@ -2,14 +2,13 @@
 rank correlations across classes, and the words a finding earns from its interval.
 
 One t-interval for the whole project (``t_interval``): the paired differences of the results table
-and the seed intervals of the premise analysis both use it. Every table, sentence and figure words
-its comparisons with ``comparison_word`` (a paired difference: higher / lower / no clear difference /
-equivalent / underpowered: "equivalent" when the two one-sided tests put the effect inside ± the effect
-of interest, "underpowered" when the comparison could not have detected an effect of interest,
-``minimum_detectable_effect``, or rests on fewer than ``MIN_SEEDS`` seeds; Holm's correction
-``holm`` within a family of comparisons), ``correlation_verdict`` (a correlation: "not shown" when its interval
-contains 0, "uninformative" when it is as wide as [−1, +1]) and ``one_of_many`` (a few significant
-classes among many comparisons).
+and the seed intervals of the premise analysis both use it. The numbers behind the verdict words —
+paired differences with their 95 % and the two one-sided tests' 90 % intervals, p-values, Holm's
+adjustment ``holm``, the minimum detectable effect — are computed here; the words a comparison and a
+part of the claim earn are decided in ``mr2.results.rules``. ``verdict`` reads an interval (higher /
+lower / no clear difference), ``correlation_verdict`` a correlation ("not shown" when its interval
+contains 0, "uninformative" when it is as wide as [−1, +1]) and ``one_of_many`` a few significant
+classes among many comparisons.
 """
 
 from __future__ import annotations
@@ -27,13 +26,8 @@ POWER = 0.8  # the power at which the minimum detectable effect is stated
 #: the smallest paired change (points) worth detecting, when a caller gives none (the config key
 #: ``effect_of_interest``; config/README.md gives the reason)
 EFFECT_OF_INTEREST = 1.0
-UNDERPOWERED = "underpowered"
-#: two one-sided tests at α = 1 − LEVEL each: the (1 − 2α) = 90 % interval inside ± the effect of interest
-EQUIVALENT = "equivalent"
+#: the two one-sided tests at α = 1 − LEVEL each use the (1 − 2α) = 90 % interval
 EQUIVALENCE_LEVEL = 1 - 2 * (1 - LEVEL)
-#: the fewest paired seeds whose sd a "no clear difference" may call powered (an sd from 3 seeds can be
-#: half or twice the true one), and that a verdict word may rest on
-MIN_SEEDS = 10
 
 
 def t_interval(values: Iterable[float], level: float = LEVEL) -> dict[str, float]:
@@ -87,12 +81,6 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (m - rank) * p[i]))
         out[i] = running
     return out.tolist()
-
-
-def is_equivalent(eq_lo: float, eq_hi: float, effect_of_interest: float = EFFECT_OF_INTEREST) -> bool:
-    """Lakens' two one-sided tests at ± ``effect_of_interest``: both one-sided tests at α reject exactly
-    when the (1 − 2α) t-interval [eq_lo, eq_hi] lies inside (−δ, +δ). False without an interval."""
-    return bool(math.isfinite(eq_lo) and math.isfinite(eq_hi) and -effect_of_interest < eq_lo and eq_hi < effect_of_interest)
 
 
 @lru_cache(maxsize=None)
@@ -157,38 +145,6 @@ def verdict(diff: float, lo: float, hi: float) -> str:
     if hi < 0:
         return "lower"
     return "no clear difference"
-
-
-def comparison_word(diff: float, lo: float, hi: float, mde: float,
-                    effect_of_interest: float = EFFECT_OF_INTEREST, eq_lo: float = math.nan,
-                    eq_hi: float = math.nan, n_paired: int | None = None, p_adjusted: float | None = None,
-                    level: float = LEVEL) -> str:
-    """The one word a paired comparison earns:
-      1. ``verdict`` from the ``level`` interval: higher / lower / no clear difference / undetermined;
-         in a family of comparisons, higher or lower only when the Holm-adjusted p-value
-         ``p_adjusted`` (``holm``) is below 1 − ``level`` as well, else no clear difference;
-      2. a "no clear difference" whose two one-sided tests' interval [``eq_lo``, ``eq_hi``] lies inside
-         ± ``effect_of_interest`` reads "equivalent" (no effect ≥ the effect of interest);
-      3. any other "no clear difference" reads "underpowered" when its minimum detectable effect
-         exceeds ``effect_of_interest`` (or is undefined), or when it rests on fewer than
-         ``MIN_SEEDS`` paired seeds (an sd from few seeds cannot show power): it could have missed a
-         change of the size that matters, so it is no evidence of its absence."""
-    word = verdict(diff, lo, hi)
-    if word in ("higher", "lower") and p_adjusted is not None and not p_adjusted < 1 - level:
-        word = "no clear difference"
-    if word != "no clear difference":
-        return word
-    if is_equivalent(eq_lo, eq_hi, effect_of_interest):
-        return EQUIVALENT
-    if not (mde <= effect_of_interest) or (n_paired is not None and n_paired < MIN_SEEDS):
-        return UNDERPOWERED
-    return word
-
-
-def word_of(d: dict, effect_of_interest: float = EFFECT_OF_INTEREST, p_adjusted: float | None = None) -> str:
-    """``comparison_word`` of a ``paired_difference`` result (or a comparisons-table row)."""
-    return comparison_word(d["diff"], d["diff_lo"], d["diff_hi"], d.get("mde", math.nan), effect_of_interest,
-                           d.get("eq_lo", math.nan), d.get("eq_hi", math.nan), d.get("n_paired"), p_adjusted)
 
 
 def spearman(x: Iterable[float], y: Iterable[float]) -> float:

@@ -27,26 +27,20 @@ from typing import Any, Iterable
 import pandas as pd
 import yaml
 
-from ..common.io import save_csv, save_text
+from ..common.io import load_json_file, save_csv, save_text
 from ..common.runs import DEFAULT_VARIANT, RUN_KEYS, run_keys
 from .groups import run_group_accuracy
 from .html import escape_text
-from .statistics import EFFECT_OF_INTEREST, LEVEL, holm, paired_difference, word_of
+from .rules import ABLATIONS, CONTROLS, MR2, NOT_BASELINES, family_words
+from .statistics import EFFECT_OF_INTEREST, LEVEL, paired_difference
 
 EVAL_SUBDIR = "eval"
 RESULTS_DIR = "results"  # the pipeline's results folder, in the repository root
 ROOT_MARKER = "pyproject.toml"  # what makes a folder the repository root
 METRICS = ["top1", "all", "easy", "medium", "hard", "worst"]
-#: MR²'s ablations (each claimed below full MR²) and the rest of MR²'s family; every other method
-#: but the reference is a baseline MR² is compared with
-MR2 = "mr2"
-ABLATIONS = ("mr2_uniform", "mr2_no_rep")
-MR2_FAMILY = (MR2, *ABLATIONS, "mr2_release")
 COMPARISON_COLUMNS = ["dataset", "method", "variant", "against", "against_variant", "kind", "metric", "n_paired",
                       "diff", "diff_sd", "diff_lo", "diff_hi", "mde", "effect_of_interest", "eq_lo", "eq_hi",
                       "p_value", "p_holm", "family_size", "word"]
-#: the kinds of comparison that form a family (one dataset, one metric) corrected together (Holm)
-FAMILIES = ("ablation", "baseline")
 DIFF_KEYS = ("diff", "diff_lo", "diff_hi", "diff_sd", "mde")
 METRIC_TITLES = {"top1": "Top-1", "all": "All", "easy": "Easy", "medium": "Medium", "hard": "Hard",
                  "worst": "Worst class"}
@@ -79,21 +73,47 @@ def _with_keys(frame: pd.DataFrame, keys: dict[str, Any]) -> pd.DataFrame:
                      axis=1)
 
 
+#: the split each evaluation folder of a run holds: eval/ the test set, eval_val/ the validation split
+SPLIT_OF = {EVAL_SUBDIR: "test", "eval_val": "val"}
+
+
+def split_of(found: pd.DataFrame | dict) -> set[str]:
+    """The split(s) an evaluation (per_class.csv or metrics.json) records: its ``split``, or for one
+    written before it was recorded, the split its counts are named after (``n_test``, ``n_val``);
+    empty when neither says."""
+    if "split" in found:
+        return set(map(str, found["split"])) if isinstance(found, pd.DataFrame) else {str(found["split"])}
+    return {split for split in ("test", "val") if f"n_{split}" in found}
+
+
 def read_run(run_dir: str | Path, eval_subdir: str = EVAL_SUBDIR) -> dict[str, pd.DataFrame]:
-    """The per_class, runs (one row) and epochs tables of one run directory."""
+    """The per_class, runs (one row) and epochs tables of one run directory. Its evaluation must be of
+    the split ``eval_subdir`` is for (``SPLIT_OF``: test scores never tune, validation scores are never
+    tabled as test accuracy); an error naming the file otherwise."""
     run_dir = Path(run_dir)
     cfg = yaml.safe_load(_need(run_dir / "config.yaml").read_text(encoding="utf-8"))
     keys = run_keys(cfg)
     ev = run_dir / eval_subdir
-    per_class = pd.read_csv(_need(ev / "per_class.csv"))
-    metrics = json.loads(_need(ev / "metrics.json").read_text(encoding="utf-8"))
+    try:
+        per_class = pd.read_csv(_need(ev / "per_class.csv"))
+    except ValueError as exc:  # empty or cut short
+        raise ValueError(f"{ev / 'per_class.csv'} is not a readable table ({' '.join(str(exc).split())})") from None
+    metrics = load_json_file(_need(ev / "metrics.json"))
+    expected = SPLIT_OF.get(eval_subdir)
     for name, found in (("per_class.csv", per_class), ("metrics.json", metrics)):
         for key in ("method", "variant", "seed"):
             values = set(found[key]) if isinstance(found, pd.DataFrame) else {found.get(key)}
             if key in found and values != {keys[key]}:
                 raise ValueError(f"{ev / name}: {key} {sorted(map(str, values))} does not match "
                                  f"{run_dir / 'config.yaml'} ({keys[key]!r})")
+        if expected and split_of(found) - {expected}:
+            use = "tables hold test scores" if expected == "test" else "tuning chooses on validation scores only"
+            raise ValueError(f"{ev / name} holds {'/'.join(sorted(split_of(found)))}-split scores, not the {expected} "
+                             f"split {eval_subdir}/ is for (the {use}): evaluate the run again with --split "
+                             f"{expected} --out {ev}")
+    per_class = per_class.drop(columns="split", errors="ignore")  # checked: every table holds one split
     metrics.pop("config", None)
+    metrics.pop("split", None)
     runs = pd.DataFrame([{**{k: v for k, v in metrics.items() if k not in keys},
                           **flatten(cfg, "config."), "run_dir": str(run_dir)}])
     epochs = pd.read_csv(_need(run_dir / "epochs.csv"))
@@ -230,8 +250,10 @@ def comparison_pairs(per_run: pd.DataFrame, reference: str = "erm",
       reference  every method × variant against the reference (the results table's Δ)
       ablation   each ablation of ``ABLATIONS`` against full MR² (default variants): the paper
                  claims each is below it
+      control    full MR² against each equally tuned control of ``CONTROLS`` (a tuned logit
+                 temperature, ERM with its recipe tuned): is the gain MR²'s own?
       baseline   full MR² against each baseline (a default-variant method that is neither the
-                 reference nor in ``MR2_FAMILY``): the paper claims MR² is above them on hard
+                 reference nor one of ``NOT_BASELINES``): the paper claims MR² is above them on hard
                  classes without their easy-class loss"""
     pairs = []
     for dataset in per_run["dataset"].unique():
@@ -243,8 +265,10 @@ def comparison_pairs(per_run: pd.DataFrame, reference: str = "erm",
         if (MR2, DEFAULT_VARIANT) in present:
             pairs += [(dataset, a, DEFAULT_VARIANT, MR2, DEFAULT_VARIANT, "ablation") for a in ABLATIONS
                       if (a, DEFAULT_VARIANT) in present]
+            pairs += [(dataset, MR2, DEFAULT_VARIANT, c, DEFAULT_VARIANT, "control") for c in CONTROLS
+                      if (c, DEFAULT_VARIANT) in present and c != reference]
             pairs += [(dataset, MR2, DEFAULT_VARIANT, m, v, "baseline") for m, v in present
-                      if v == DEFAULT_VARIANT and m != reference and m not in MR2_FAMILY]
+                      if v == DEFAULT_VARIANT and m != reference and m not in NOT_BASELINES]
     return pairs
 
 
@@ -279,17 +303,9 @@ def comparisons_table(per_class: pd.DataFrame, runs: pd.DataFrame | None, groups
 
 def with_words(table: pd.DataFrame, effect_of_interest: float = EFFECT_OF_INTEREST,
                level: float = LEVEL) -> pd.DataFrame:
-    """``table`` (comparisons) with ``p_holm`` and ``family_size`` (Holm's correction within each family
-    of ``FAMILIES``: one dataset, kind and metric; a comparison of another kind is its own family) and
-    the ``word`` each comparison earns (``word_of``, with the adjusted p-value in a family)."""
-    table = table.copy()
-    table["p_holm"], table["family_size"] = table["p_value"], 1
-    for _, family in table[table["kind"].isin(FAMILIES)].groupby(["dataset", "kind", "metric"], sort=False):
-        table.loc[family.index, "p_holm"] = holm(family["p_value"].to_numpy())
-        table.loc[family.index, "family_size"] = len(family)
-    table["word"] = [word_of(r, effect_of_interest, r["p_holm"] if r["family_size"] > 1 else None)
-                     for _, r in table.iterrows()]
-    return table
+    """``table`` (comparisons) with Holm's ``p_holm`` and ``family_size`` within each family and the
+    ``word`` each comparison earns: ``mr2.results.rules.family_words`` (the rulebook decides)."""
+    return family_words(table, effect_of_interest)
 
 
 def format_mean_std(mean: float, std: float, digits: int = 1) -> str:
