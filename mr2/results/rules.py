@@ -51,7 +51,7 @@ from .statistics import EFFECT_OF_INTEREST, EQUIVALENCE_LEVEL, LEVEL, POWER, hol
 # ----------------------------------------------------------------------------- constants
 #: the fewest paired seeds a verdict word may rest on (an sd from 3 seeds can be half or twice the true one)
 MIN_SEEDS = 10
-ALPHA = 1 - LEVEL
+ALPHA = round(1 - LEVEL, 12)  # 0.05, not 1 − 0.95 = 0.050000000000000044 (p = 0.05 must not pass)
 #: a comparison's words
 HIGHER, LOWER, NO_CLEAR = "higher", "lower", "no clear difference"
 EQUIVALENT, UNDERPOWERED = "equivalent", "underpowered"
