@@ -20,6 +20,8 @@ from mr2.method.losses.release import ReleaseMR2Loss, release_margins
 from mr2.method.losses.supcon import SupConLoss, supcon_loss
 
 BASELINES = ("focal", "ldam", "logit_adjust", "eql", "supcon", "center", "dro", "fairdro", "mr2_release", "jtt", "lff")
+#: the equally tuned controls: cross-entropy with its recipe searched, and cross-entropy of z/τ
+CONTROLS = ("erm_tuned", "ce_temperature")
 # losses called as loss(logits, features, targets); those owning a second network (LfF) need
 # the batch inputs and indices and are tested in tests/test_jtt_lff.py
 ALL = tuple(m for m in factory.METHODS if m not in NEEDS_MODEL)
@@ -493,7 +495,7 @@ def test_release_s_bar_option_changes_the_representation_term(gen):
 # ---------------------------------------------------------------- factory and options
 
 def test_factory_lists_and_documents_every_method():
-    assert set(BASELINES) | {"erm", "mr2", "mr2_uniform", "mr2_no_rep"} == set(factory.METHODS)
+    assert set(BASELINES) | set(CONTROLS) | {"erm", "mr2", "mr2_uniform", "mr2_no_rep"} == set(factory.METHODS)
     for name in factory.METHODS:
         assert f"``{name}``" in factory.__doc__
 
@@ -509,6 +511,7 @@ def test_published_defaults_are_visible():
     assert method_options("mr2_release") == {"lam": 0.1, "decay": 0.9, "zero_s_bar": True}
     assert method_options("jtt") == {"stage1_epochs": 1, "upweight": 6}
     assert method_options("lff") == {"q": 0.7, "alpha": 0.7}
+    assert method_options("ce_temperature") == {"tau": 1.0} and method_options("erm_tuned") == {}
 
 
 @pytest.mark.parametrize("method", sorted(NEEDS_COUNTS))
@@ -623,7 +626,7 @@ def test_each_loss_trains_a_linear_model_on_digits(method, digits, one_thread):
 # ---------------------------------------------------------------- what each loss reports
 
 #: the parts a loss reports (written to epochs.csv as ``train_<part>``) and how they relate to its total
-PARTS = {"erm": {"ce"}, "jtt": {"ce"}, "logit_adjust": {"ce"}, "focal": {"focal"}, "ldam": {"ldam"}, "eql": {"eql"},
+PARTS = {"erm": {"ce"}, "erm_tuned": {"ce"}, "ce_temperature": {"ce"}, "jtt": {"ce"}, "logit_adjust": {"ce"}, "focal": {"focal"}, "ldam": {"ldam"}, "eql": {"eql"},
          "mr2": {"ce", "rep"}, "mr2_uniform": {"ce", "rep"}, "mr2_no_rep": {"ce", "rep"}, "mr2_release": {"ce", "rep"},
          "supcon": {"ce", "supcon"}, "center": {"ce", "center"}, "dro": {"ce", "robust"}, "fairdro": {"ce", "robust"}}
 
@@ -638,7 +641,8 @@ def test_each_loss_reports_its_named_parts(method, gen):
     assert set(out.parts) == PARTS[method]
     if len(PARTS[method]) == 1:  # a single term is the total
         assert torch.equal(next(iter(out.parts.values())), out.total.detach())
-    if "ce" in PARTS[method] and method not in ("erm", "jtt", "logit_adjust", "mr2", "mr2_uniform", "mr2_no_rep", "mr2_release"):
+    if "ce" in PARTS[method] and method not in ("erm", "erm_tuned", "ce_temperature", "jtt", "logit_adjust", "mr2",
+                                                 "mr2_uniform", "mr2_no_rep", "mr2_release"):
         assert torch.allclose(out.parts["ce"], F.cross_entropy(z, y))  # plain CE of the batch, reported alongside
 
 
@@ -1028,7 +1032,7 @@ def test_lff_needs_both_its_model_builder_and_the_sample_count(given):
 
 
 def test_option_errors_name_the_method_the_option_and_what_is_accepted():
-    with pytest.raises(ValueError, match=r"^unknown method 'mr3'; known methods: center, dro, eql, erm, "):
+    with pytest.raises(ValueError, match=r"^unknown method 'mr3'; known methods: ce_temperature, center, dro, eql, erm, erm_tuned, "):
         build_loss("mr3", 2, 2)
     with pytest.raises(ValueError, match=r"^method 'mr2': options must be a mapping of option names to values"):
         factory.resolve_options("mr2", ["lam"])

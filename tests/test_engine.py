@@ -211,3 +211,33 @@ def test_groups_are_thirds_of_the_reference_ranking():
     table = group_accuracy(per_class, groups)
     assert table["hard"].iloc[0] == pytest.approx((0.1 + 0.3 + 0.2) / 3)
     assert table["worst"].iloc[0] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("variable, value", [("ONEDNN_MAX_CPU_ISA", "SSE41"), ("MKL_CBWR", "COMPATIBLE"),
+                                             ("MR2_CPU_ISA", "native")])
+def test_a_resume_under_another_kernel_variable_is_refused_in_one_line_naming_it(digits, tmp_path, monkeypatch,
+                                                                                 variable, value):
+    """Red team round 4, B16: oneDNN's and MKL's caps change a run's bytes as ATen's does, so a resume
+    under another value of any of mr2.common.kernels.KERNEL_VARIABLES matches neither run and is refused;
+    the finished run's config.yaml records them, the CPU's model and its vendor."""
+    import yaml
+
+    from mr2.common.kernels import cpu_model, cpu_vendor, kernel_settings
+    from test_safety import Stop, run_cfg, stop_after_epoch
+
+    cfg, out = run_cfg(), tmp_path / "run"
+    with pytest.raises(Stop):
+        train(cfg, digits, out, log=stop_after_epoch(1))
+    was = os.environ.get(variable)
+    other = value if was != value else value + "_OTHER"
+    monkeypatch.setenv(variable, other)
+    with pytest.raises(ValueError) as refused:
+        train(cfg, digits, out, log=lambda *_: None)
+    line = str(refused.value)
+    assert "\n" not in line and f"'{variable}': {other!r}" in line and f"'{variable}': {was!r}" in line
+    assert "resuming would match neither run" in line and (out / "checkpoint.pt").exists()
+    monkeypatch.undo()  # the run's own value again: the checkpoint resumes
+    train(cfg, digits, out, log=lambda *_: None)
+    conditions = yaml.safe_load((out / "config.yaml").read_text())["conditions"]
+    assert conditions["kernel_settings"] == kernel_settings() and kernel_settings()[variable] == was
+    assert (conditions["cpu_model"], conditions["cpu_vendor"]) == (cpu_model(), cpu_vendor())

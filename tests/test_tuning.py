@@ -13,7 +13,7 @@ import torch
 import yaml
 from scipy import stats
 
-from mr2.common.tuning import significant, trial_index, trial_options, trial_variant
+from mr2.common.tuning import option_column, significant, trial_index, trial_options, trial_variant
 from mr2.engine.data.cache import held_out_validation
 from mr2.results import convergence as C
 from mr2.results import groups as G
@@ -55,7 +55,8 @@ def test_the_choice_maximises_the_criterion_then_the_tie_break_then_the_first_tr
                                     ("mr2", 3, 79.0, 90.0), ("dro", 0, 70.0, 80.0), ("dro", 1, 70.0, 80.0)]))
     mr2 = trials[trials["method"] == "mr2"].set_index("trial")
     assert mr2["chosen"].tolist() == [False, False, True, False]  # hard 81 twice: all 87.5 wins
-    assert mr2["chosen_other"].tolist() == [False, False, False, True]  # by all classes: trial 3
+    assert mr2["chosen_all"].tolist() == [False, False, False, True]  # by all classes: trial 3
+    assert mr2["chosen_hard"].tolist() == mr2["chosen"].tolist() and "chosen_claim" not in trials  # no reference given
     assert mr2["rank"].tolist() == [3, 2, 1, 4]
     dro = trials[trials["method"] == "dro"].set_index("trial")
     assert dro["chosen"].tolist() == [True, False]  # a full tie: the first trial
@@ -92,7 +93,7 @@ def validation_tables(effects, seeds=(100,)):
             rows += [{"dataset": "d", "method": "mr2", "variant": f"trial{i}", "seed": seed, "class": c,
                       "accuracy": a} for c, a in enumerate(acc)]
             runs.append({"dataset": "d", "method": "mr2", "variant": f"trial{i}", "seed": seed,
-                         T.SEARCHED: json.dumps(["c_bar"]), T.OPTION + "c_bar": 0.5 + i})
+                         T.SEARCHED: json.dumps(["c_bar"]), option_column("c_bar"): 0.5 + i})
     # a trial variant of the reference itself, far off: the groups must not be ranked on it
     rows += [{"dataset": "d", "method": "erm", "variant": "trial0", "seed": 100, "class": c, "accuracy": 1 - a}
              for c, a in enumerate(ERM)]
