@@ -5,8 +5,8 @@ Methods and their reading (formulas and references in each module's docstring):
 - ``erm``: cross-entropy (erm.py), the reference: trained with the shared recipe, never tuned.
 - ``erm_tuned``: the same cross-entropy as a method of its own, so that a tuning stage can search
   its training recipe (learning rate, weight decay) while ``erm`` stays the untuned reference.
-- ``ce_temperature``: cross-entropy of z/τ, the control for MR²'s logit scale; τ = 1 (temperature.py).
-  Equals ``mr2_uniform`` with λ = 0 and c̄ = τ.
+- ``ce_temperature``: cross-entropy of z/τ, the control for MR²'s logit scale (option ``tau``, τ > 0,
+  default 1: plain cross-entropy; temperature.py). Equals ``mr2_uniform`` with λ = 0 and c̄ = τ.
 - ``mr2``: MR², logit-margin CE with Corollary 1 margins from running class statistics plus
   λ × the representation-margin loss (mr2.py).
 - ``mr2_uniform``: MR² with γ_k = c̄ for every class (representation loss kept).
