@@ -17,6 +17,7 @@ from mr2.common.tuning import option_column, significant, trial_index, trial_opt
 from mr2.engine.data.cache import held_out_validation
 from mr2.results import convergence as C
 from mr2.results import groups as G
+from mr2.results import rules
 from mr2.results import statistics as S
 from mr2.results import tables as R
 from mr2.results import tuning as T
@@ -163,8 +164,8 @@ def test_equivalence_is_both_one_sided_tests_rejecting():
         # Lakens' TOST by hand: H0 d <= -1 and H0 d >= +1, each rejected at 5 %
         low = stats.ttest_1samp(d, -1.0, alternative="greater").pvalue
         high = stats.ttest_1samp(d, 1.0, alternative="less").pvalue
-        assert S.is_equivalent(iv["eq_lo"], iv["eq_hi"], 1.0) == (max(low, high) < 0.05)
-    assert not S.is_equivalent(math.nan, 0.5)
+        assert rules.is_equivalent(iv["eq_lo"], iv["eq_hi"], 1.0) == (max(low, high) < 0.05)
+    assert not rules.is_equivalent(math.nan, 0.5)
 
 
 def test_holm_by_hand():
@@ -175,7 +176,7 @@ def test_holm_by_hand():
 
 
 def test_the_word_of_a_comparison():
-    word = S.comparison_word
+    word = rules.comparison_word
     assert word(0.2, -0.3, 0.7, 0.8, 1.0, -0.2, 0.6, 16) == "equivalent"
     assert word(0.2, -0.3, 0.7, 0.8, 1.0, -0.2, 1.1, 16) == "no clear difference"  # powered, not equivalent
     assert word(0.2, -0.3, 0.7, 0.8, 1.0, -0.2, 1.1, 9) == "underpowered"  # an sd from 9 seeds shows no power
@@ -204,7 +205,7 @@ def test_the_baseline_family_is_corrected_by_holm_and_the_reference_comparisons_
     ref = c[c["kind"] == "reference"]
     assert set(ref["family_size"]) == {1} and ref["p_holm"].tolist() == pytest.approx(ref["p_value"].tolist())
     for _, r in c.iterrows():
-        assert r["word"] == S.word_of(r, 1.0, r["p_holm"] if r["family_size"] > 1 else None)
+        assert r["word"] == rules.word_of(r, 1.0, r["p_holm"] if r["family_size"] > 1 else None)
 
 
 # ----------------------------------------------------------------------------- exactly the intended variants
