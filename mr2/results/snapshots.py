@@ -27,10 +27,10 @@ from scipy import stats
 from ..common.io import load_yaml_file
 from ..common.runs import DEFAULT_VARIANT
 from .convergence import convergence_summary
-from .rules import MR2, NOT_COMPUTED, NOT_JUDGED, NOT_RUN, PARTS
+from .rules import ABLATIONS, MR2, NOT_COMPUTED, NOT_JUDGED, NOT_RUN, PARTS
 from .statistics import EFFECT_OF_INTEREST, LEVEL, minimum_detectable_effect, paired_p_value
 from .tables import COMPARISON_COLUMNS, METRICS, with_words
-from .verdicts import NOT_RECORDED, TUNING_UNKNOWN, UNTUNED, primary_result, verdict_table
+from .verdicts import NOT_RECORDED, TUNING_UNKNOWN, UNTUNED, primary_result, tuned_text, verdict_table
 
 TEXT_COLUMNS = ("method", "variant", "against", "against_variant", "kind", "metric", "word")
 PRIMARY_FILE, MACHINE_FILE = "primary.json", "machine.yaml"
@@ -128,6 +128,11 @@ def _settings(folder: Path, methods: pd.DataFrame) -> pd.DataFrame | None:
     settings["seeds"] = pd.to_numeric(settings.get("seeds", 0), errors="coerce").fillna(0).astype(int)
     if "cpu" not in settings or settings["cpu"].astype(str).isin(["", NOT_RECORDED]).all():
         settings["cpu"] = machine_of(folder)
+    if "tuned" in settings:  # an older snapshot lists the ablations that followed MR² as tuned methods
+        settings["tuned"] = [tuned_text(names, {a: MR2 for a in ABLATIONS if a in names and MR2 in names})
+                             if (names := [m.strip() for m in str(t).split(",") if m.strip()]) and
+                             "(" not in str(t) and str(t) not in (UNTUNED, TUNING_UNKNOWN) else t
+                             for t in settings["tuned"]]
     if (folder / "convergence.csv").is_file():
         convergence = pd.read_csv(folder / "convergence.csv")
         for i, s in settings.iterrows():
