@@ -13,7 +13,7 @@ import yaml
 
 from conftest import pipeline_env, read_run_folders
 from mr2.common.kernels import CHOICE, KERNEL_CAPS, X86_64, pin_cpu_kernels
-from mr2.engine.train import kernels_line
+from mr2.engine.record import kernels_line
 
 REPO = Path(__file__).resolve().parents[1]
 CAPABILITY = "import torch; print(torch.backends.cpu.get_cpu_capability())"
