@@ -240,10 +240,24 @@ def test_results_folder_resolves_from_the_repository_root(tmp_path, monkeypatch)
 
 
 # ----------------------------------------------------------------------------- the report's findings
-def findings_text(t):
+def findings_text(t, seeds_ok=True):
+    """The report's findings on the tables ``t``; the claim's sentence reads a verdict table whose every
+    method passed its convergence check (4x the epochs moved nothing), so only the seeds gate it."""
     from mr2.results.report import findings
+    from mr2.results.verdicts import settings_table, verdict_table
 
-    return "\n".join(findings(t["per_class"], t["runs"], G.difficulty_table(t["per_class"])))
+    pc, runs = t["per_class"], t["runs"]
+    groups = G.difficulty_table(pc)
+    checks = pd.DataFrame([{"dataset": d, "check": f"{d}.x4", "method": m, "variant": "default", "epochs": 4,
+                            "check_epochs": 16, "n_paired": 3, "all_gain": 0.0, "hard_gain": 0.0, "level": 0.9,
+                            "tolerance": 1.0, "converged": True}
+                           for d, m in runs[["dataset", "method"]].drop_duplicates().itertuples(index=False)])
+    verdicts = verdict_table(R.comparisons_table(pc, runs, groups), pc[["dataset", "method", "variant"]].drop_duplicates(),
+                             settings_table(runs, checks))
+    return "\n".join(findings(pc, runs, groups, verdicts=verdicts))
+
+
+TEN = tuple(range(10))  # the fewest paired seeds a verdict word rests on
 
 
 def claim_line(text):
@@ -253,7 +267,7 @@ def claim_line(text):
 def test_the_claim_takes_overall_accuracy_as_top1():
     """On an unbalanced test set top-1 and the mean per-class accuracy part ways: MR²'s hard-class
     gain raises the mean per-class accuracy, but its top-1 is lowered here; the claim then fails."""
-    t = syn.tables(methods=("erm", "mr2"), noise=0.002)
+    t = syn.tables(methods=("erm", "mr2"), noise=0.002, seeds=TEN)
     assert "**supported**" in claim_line(findings_text(t))
     runs = t["runs"].copy()
     runs.loc[runs["method"] == "mr2", "top1"] -= 0.02
@@ -262,9 +276,9 @@ def test_the_claim_takes_overall_accuracy_as_top1():
     assert "overall top-1 -0.7 points" in text and "all classes (mean per-class) +1.3 points" in text
 
 
-def test_the_claim_is_undetermined_with_one_seed_and_absent_without_a_common_seed():
+def test_the_claim_is_not_judged_with_one_seed_and_absent_without_a_common_seed():
     t = syn.tables(methods=("erm", "mr2"), seeds=(0,))
-    assert "**undetermined**" in claim_line(findings_text(t))
+    assert "**not judged** here: 1 paired seeds (a verdict needs 10)" in claim_line(findings_text(t))
     t = syn.tables(methods=("erm", "mr2"), seeds=(0, 1, 2))
     keep = ((t["per_class"]["method"] == "erm") & (t["per_class"]["seed"] < 2)) | (
         (t["per_class"]["method"] == "mr2") & (t["per_class"]["seed"] == 2))
@@ -286,13 +300,16 @@ def test_report_findings_with_two_classes():
     rng = np.random.default_rng(0)
     rows, runs = [], []
     for method, gain in (("erm", 0.0), ("mr2", 0.05), ("dro", 0.05)):
-        for seed in range(3):
+        for seed in TEN:
             acc = np.array([0.6 + gain, 0.9]) + rng.normal(0, 0.005, 2)
             rows += [{"dataset": "two", "method": method, "variant": "default", "seed": seed, "class": c,
                       "accuracy": acc[c]} for c in range(2)]
             runs.append({"dataset": "two", "method": method, "variant": "default", "seed": seed, "top1": acc.mean()})
-    text = findings_text({"per_class": pd.DataFrame(rows), "runs": pd.DataFrame(runs)})
-    assert "hard classes +5.0 points" in text and "easy classes" not in text.split("\n")[1]
+    pc = pd.DataFrame(rows)
+    text = findings_text({"per_class": pc, "runs": pd.DataFrame(runs)})
+    hard = pc[pc["class"].eq(0)].pivot(index="seed", columns="method", values="accuracy")
+    assert f"hard classes {100 * (hard['mr2'] - hard['erm']).mean():+.1f} points" in text
+    assert "easy classes" not in text.split("\n")[1] and "easy classes" not in claim_line(text)
     assert "**supported**" in claim_line(text)
 
 
@@ -612,21 +629,22 @@ def test_paired_differences_pair_runs_by_seed_when_the_seed_sets_differ():
 def test_the_claim_is_supported_only_when_every_part_holds():
     from itertools import product
 
-    from mr2.results.report import claim_verdict
+    from mr2.results.report import claim_sentence, part_readings
 
-    outcomes = ("higher", "lower", "no clear difference")
-    for hard, easy, top1 in product(outcomes, repeat=3):
-        supported = hard == "higher" and easy in ("higher", "no clear difference") and top1 == "higher"
-        text = claim_verdict({"hard": hard, "easy": easy, "top1": top1, "all": "higher", "worst": "higher"})
-        assert text.startswith("**supported**") == supported, (hard, easy, top1)
+    words = ("supported", "contradicted", "equivalent", "not shown", "underpowered")
+    for hard, easy, overall in product(words, repeat=3):
+        text = claim_sentence({"eligible": True, "reason": "", "hard_up": hard, "easy_not_down": easy,
+                               "overall_up": overall})
+        supported = hard == easy == overall == "supported"
+        assert text.startswith("**supported**") == supported, (hard, easy, overall)
         assert text.startswith("**not supported**") == (not supported)
-    # without top-1 the overall part is the mean per-class accuracy
-    assert claim_verdict({"hard": "higher", "easy": "higher", "all": "lower"}).startswith("**not supported**")
-    assert claim_verdict({"hard": "higher", "easy": "higher", "all": "higher"}).startswith("**supported**")
+    # a method the table does not judge: overall is top-1 where the run has it, else the mean per-class accuracy
+    assert "overall up supported" in part_readings({"hard": "higher", "easy": "higher", "top1": "higher", "all": "lower"})
+    assert "overall up contradicted" in part_readings({"hard": "higher", "easy": "higher", "all": "lower"})
 
 
 def test_a_run_where_mr2_lowers_the_easy_classes_is_not_called_supported():
-    t = syn.tables(methods=("erm", "mr2"), noise=0.002)
+    t = syn.tables(methods=("erm", "mr2"), noise=0.002, seeds=TEN)
     assert "**supported**" in claim_line(findings_text(t))
     pc = t["per_class"].copy()
     mr2 = pc["method"] == "mr2"

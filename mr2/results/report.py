@@ -99,10 +99,11 @@ def claim_sentence(row: pd.Series | dict, effect_of_interest: float = EFFECT_OF_
     setting earns no word. The report and the table read the same row, so they cannot disagree."""
     if not bool(row["eligible"]):
         return f"**{NOT_JUDGED}** here: {row['reason']}."
-    words = {part: row[part] for part in CLAIM_PARTS}
-    whole = SUPPORTED if all(w == SUPPORTED for w in words.values()) else "not supported"
+    # a part without comparisons (no easy classes when K < 3) is no part of the claim here
+    words = {part: row[part] for part in CLAIM_PARTS if row[part] != rules.NOT_COMPUTED}
+    whole = SUPPORTED if words and all(w == SUPPORTED for w in words.values()) else "not supported"
     return (f"**{whole}** here (" + "; ".join(f"{name} **{shown_word(words[p], effect_of_interest)}**"
-                                             for p, name in CLAIM_PARTS.items()) + ").")
+                                             for p, name in CLAIM_PARTS.items() if p in words) + ").")
 
 
 def part_readings(v: dict[str, str]) -> str:
