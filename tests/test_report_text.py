@@ -16,11 +16,12 @@ import results_data as syn
 from mr2.results import groups as G
 from mr2.results.figures.registry import FigureOptions
 from mr2.results.plotting import caption
-from mr2.results.report import (_fmt, _word, baseline_findings, claim_verdict, class_findings, findings,
-                                method_options_line, write_report)
+from mr2.results.report import (_fmt, _word, baseline_findings, claim_sentence, class_findings, findings,
+                                method_options_line, part_readings, write_report)
 from mr2.results.statistics import minimum_detectable_effect
 from mr2.results.tables import comparisons_table, per_run_metrics
-from mr2.results.verdicts import settings_table, verdict_markdown, verdict_table
+from mr2.results.verdict_text import verdict_markdown
+from mr2.results.verdicts import settings_table, verdict_table
 
 CAPTIONS = Path(__file__).resolve().parents[1] / "workflow" / "report"
 
@@ -203,7 +204,8 @@ def test_findings_sentence_by_sentence_with_another_reference():
     at = lines.index("### dA")
     assert lines[:5] == ["### dB", mr2_line,
                          "- The paper's claim (MR² raises hard-class accuracy without lowering easy-class accuracy, "
-                         "and raises overall accuracy) is **supported** here.", held_out, ablation]
+                         "and raises overall accuracy) is **not judged** here: 3 paired seeds (a verdict needs 10); "
+                         "convergence not checked. (the verdict table's row)", held_out, ablation]
     focal_b = [line for line in lines[5:at] if line.startswith("- `focal` against BASE (3 seeds)")]
     assert len(focal_b) == 1 and lines[at - 1] == "" and lines[at - 2].startswith("- Baselines by outcome: ")
     assert f"hard classes {interval(change('focal', 'base', 'hard'))} (higher)" in focal_b[0]
@@ -293,16 +295,29 @@ def test_baseline_findings_sentence_by_sentence():
     assert baseline_findings(per_run[per_run["method"] != "base"], "dB", reference="base") == []
 
 
-def test_claim_verdict_in_words():
+def test_the_claim_sentence_in_words():
+    """The claim's sentence reads the verdict table's row: supported only when its three parts are, each
+    part's word beside it; a row that fails a gate is not judged, with the gate's reason."""
+    row = {"eligible": True, "reason": "", "hard_up": "supported", "easy_not_down": "supported", "overall_up": "supported"}
+    assert claim_sentence(row) == ("**supported** here (hard classes up **supported**; easy classes not down "
+                                   "**supported**; overall up **supported**).")
+    assert claim_sentence({**row, "hard_up": "underpowered"}) == (
+        "**not supported** here (hard classes up **underpowered**; easy classes not down **supported**; overall up "
+        "**supported**).")
+    assert "hard classes up **equivalent (no effect ≥ 0.5 points)**" in claim_sentence({**row, "hard_up": "equivalent"}, 0.5)
+    assert claim_sentence({**row, "eligible": False, "reason": "3 paired seeds (a verdict needs 10)"}) == \
+        "**not judged** here: 3 paired seeds (a verdict needs 10)."
+
+
+def test_part_readings_in_words():
+    """A method the verdict table does not judge: each part read from its comparison's word alone."""
     few = "undetermined (too few seeds for an interval)"
-    assert claim_verdict({"hard": few, "easy": "higher", "top1": "higher"}) == \
-        "**undetermined** here (too few paired seeds for an interval)."
-    assert claim_verdict({"hard": "underpowered", "easy": "lower", "top1": "underpowered", "all": "higher"}) == (
-        "**not supported** here at the 95 % level (underpowered for the hard classes, overall top-1: a change of "
-        "the effect of interest could have gone unseen).")
-    assert claim_verdict({"hard": "higher", "easy": "no clear difference", "all": "lower"}) == \
-        "**not supported** here at the 95 % level."
-    assert claim_verdict({"hard": "higher", "easy": "underpowered", "all": "higher"}) == "**supported** here."
+    assert part_readings({"hard": few, "easy": "higher", "top1": "higher"}) == \
+        "hard classes up underpowered; easy classes not down supported; overall up supported"
+    assert part_readings({"hard": "underpowered", "easy": "lower", "top1": "no clear difference", "all": "higher"}) == \
+        "hard classes up underpowered; easy classes not down contradicted; overall up not shown"
+    # no easy group (K < 3): no easy part
+    assert part_readings({"hard": "higher", "all": "equivalent"}) == "hard classes up supported; overall up equivalent"
 
 
 def test_method_options_line_by_hand():
@@ -320,6 +335,11 @@ def test_method_options_line_by_hand():
     assert method_options_line(none) is None
 
 
+def report_verdict(table: pd.DataFrame, effect_of_interest: float = 1.0) -> str:
+    """The verdict section of a report: the table's rows as the report names its own run set."""
+    return verdict_markdown(table.assign(snapshot="this run", config="", identity=""), effect=effect_of_interest).strip()
+
+
 def test_report_body_assembles_its_parts_with_the_arguments_given(tmp_path):
     """The report's body, from the groups' note to the next steps' sections, is exactly its parts in
     order, each computed with the reference, MR² method and effect of interest the report was given
@@ -333,9 +353,9 @@ def test_report_body_assembles_its_parts_with_the_arguments_given(tmp_path):
                         sections=["## From another step\n\nIts text."], effect_of_interest=5.0)
 
     def verdict_of(**effect):
-        return verdict_markdown(verdict_table(comparisons_table(pc, runs, groups, "base", **effect),
-                                              pc[["dataset", "method", "variant"]].drop_duplicates(),
-                                              settings_table(runs), "base")).strip()
+        return report_verdict(verdict_table(comparisons_table(pc, runs, groups, "base", **effect),
+                                            pc[["dataset", "method", "variant"]].drop_duplicates(),
+                                            settings_table(runs), "base"), **effect)
 
     verdict = verdict_of(effect_of_interest=5.0)
     expected = "\n".join([
@@ -349,8 +369,9 @@ def test_report_body_assembles_its_parts_with_the_arguments_given(tmp_path):
         "## From another step\n\nIts text.\n"])
     assert expected in text
     assert "| dB, data_dB, all × 4 ep |" in verdict  # the settings of the runs table
-    # 3 seeds: no verdict word; the sensitivity table holds overall up, read on top-1, which the runs table holds
-    assert "| 3 paired seeds (a verdict needs 10); convergence not checked |" in verdict and "| -3.4 [" in verdict
+    # 3 seeds: not judged; the Δs without a word hold overall up, read on top-1, which the runs table holds
+    assert "| not judged: 3 paired seeds (a verdict needs 10); convergence not checked |" in verdict
+    assert "| -3.4 [" in verdict
     assert findings(pc, runs, groups, "base", 5.0) != findings(pc, runs, groups, "base")  # the effect matters here
 
 
@@ -404,8 +425,8 @@ def test_the_verdict_is_read_against_the_reference_given_even_an_ablation_of_mr2
     t["groups"] = groups = G.difficulty_table(pc, reference="mr2_uniform")
     text = write_report(t, "| table |", {}, tmp_path / "report.md", CAPTIONS, {"seeds": [0]},
                         reference="mr2_uniform")
-    verdict = verdict_markdown(verdict_table(comparisons_table(pc, runs, groups, "mr2_uniform"),
-                                             pc[["dataset", "method", "variant"]].drop_duplicates(),
-                                             settings_table(runs), "mr2_uniform")).strip()
+    verdict = report_verdict(verdict_table(comparisons_table(pc, runs, groups, "mr2_uniform"),
+                                           pc[["dataset", "method", "variant"]].drop_duplicates(),
+                                           settings_table(runs), "mr2_uniform"))
     assert f"## Verdict\n\n{verdict}\n\n## Results" in text
-    assert "not computed" not in verdict and verdict.count("| not run |") == 1  # no baseline was run
+    assert "not computed" not in verdict and verdict.count("| not run |") == 2  # no control, no baseline was run

@@ -17,8 +17,11 @@ from scipy import stats
 
 from results_data import run_in_ascii_locale
 from mr2.results import groups as G
+from mr2.results import rules
+from mr2.results import snapshots as SN
 from mr2.results import statistics as S
 from mr2.results import tables as R
+from mr2.results import verdict_text as VT
 from mr2.results import verdicts as V
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,16 +87,17 @@ def test_paired_difference_carries_the_paired_sd_and_its_mde():
 
 
 def test_the_word_of_a_comparison():
-    assert S.comparison_word(0.3, -0.4, 1.0, mde=0.9) == "no clear difference"
-    assert S.comparison_word(0.3, -0.4, 1.0, mde=1.1) == "underpowered"
+    word = rules.comparison_word
+    assert word(0.3, -0.4, 1.0, mde=0.9) == "no clear difference"
+    assert word(0.3, -0.4, 1.0, mde=1.1) == "underpowered"
     # an MDE exactly at the effect of interest could see it; an undefined one could not
-    assert S.comparison_word(0.3, -0.4, 1.0, mde=0.5, effect_of_interest=0.5) == "no clear difference"
-    assert S.comparison_word(0.3, -0.4, 1.0, mde=math.nan) == "underpowered"
-    assert S.comparison_word(0.9, 0.2, 1.6, mde=5.0) == "higher"  # a finding is a finding, whatever the MDE
-    assert S.comparison_word(0.3, -0.4, 1.0, mde=1.1, effect_of_interest=2.0) == "no clear difference"
-    assert S.comparison_word(3.0, 1.0, 5.0, mde=4.0) == "higher"  # a detected change is one, power or not
-    assert S.comparison_word(-3.0, -5.0, -1.0, mde=4.0) == "lower"
-    assert S.comparison_word(1.0, float("nan"), float("nan"), mde=float("nan")).startswith("undetermined")
+    assert word(0.3, -0.4, 1.0, mde=0.5, effect=0.5) == "no clear difference"
+    assert word(0.3, -0.4, 1.0, mde=math.nan) == "underpowered"
+    assert word(0.9, 0.2, 1.6, mde=5.0) == "higher"  # a finding is a finding, whatever the MDE
+    assert word(0.3, -0.4, 1.0, mde=1.1, effect=2.0) == "no clear difference"
+    assert word(3.0, 1.0, 5.0, mde=4.0) == "higher"  # a detected change is one, power or not
+    assert word(-3.0, -5.0, -1.0, mde=4.0) == "lower"
+    assert word(1.0, float("nan"), float("nan"), mde=float("nan")).startswith("undetermined")
 
 
 # ----------------------------------------------------------------------------- the paired comparisons
@@ -200,7 +204,7 @@ def test_an_old_results_table_gives_back_its_sd_from_the_interval():
     groups = G.difficulty_table(pc)
     table = R.results_table(pc, None, groups)
     old = table.drop(columns=[c for c in table if c.endswith(("_diff_sd", "_mde"))])
-    back = V.comparisons_from_results(old, "erm").set_index("metric")
+    back = SN.comparisons_from_results(old, "erm").set_index("metric")
     new = R.comparisons_table(pc, None, groups).set_index("metric")
     for m in ("all", "easy", "hard"):
         assert back.loc[m, "diff_sd"] == pytest.approx(new.loc[m, "diff_sd"])
@@ -213,14 +217,14 @@ def test_results_table_comparisons_are_the_reference_rows_of_the_comparisons_tab
     pc = three_class({"mr2": (0.0, 0.0, 0.03), "ldam": (-0.02, 0.0, 0.0)}, noise=0.02)
     groups = G.difficulty_table(pc)
     table = R.results_table(pc, None, groups)
-    back = V.comparisons_from_results(table, "erm")
+    back = SN.comparisons_from_results(table, "erm")
     new = R.comparisons_table(pc, None, groups)
     new = new[new["kind"] == "reference"].reset_index(drop=True)
     assert list(back.columns) == R.COMPARISON_COLUMNS and len(back) == len(new) == 2 * 5
     pd.testing.assert_frame_equal(back.sort_values(["method", "metric"]).reset_index(drop=True),
                                   new.sort_values(["method", "metric"]).reset_index(drop=True), check_dtype=False)
     doubled = table.assign(hard_diff_sd=2 * table["hard_diff_sd"])  # the table's own sd, not one from the interval
-    row = V.comparisons_from_results(doubled, "erm").set_index(["method", "metric"]).loc[("mr2", "hard")]
+    row = SN.comparisons_from_results(doubled, "erm").set_index(["method", "metric"]).loc[("mr2", "hard")]
     assert row["diff_sd"] == pytest.approx(2 * new.set_index(["method", "metric"]).loc[("mr2", "hard"), "diff_sd"])
 
 
@@ -231,7 +235,7 @@ def test_results_table_comparisons_at_two_seeds_another_level_and_effect_of_inte
     old = old.drop(columns=[c for c in old if c.endswith(("_diff_sd", "_mde"))]).assign(n_paired=2)
     # a variant of the reference itself is compared with the reference; its default row is not
     old = pd.concat([old, old[old["method"] == "mr2"].assign(method="erm", variant="wd=0")], ignore_index=True)
-    back = V.comparisons_from_results(old, "erm", level=0.9)
+    back = SN.comparisons_from_results(old, "erm", level=0.9)
     assert sorted(set(zip(back["method"], back["variant"]))) == [("erm", "wd=0"), ("mr2", "default")]
     mr2 = old.set_index("method").loc["mr2"]
     for _, r in back[back["method"] == "mr2"].iterrows():
@@ -239,9 +243,9 @@ def test_results_table_comparisons_at_two_seeds_another_level_and_effect_of_inte
         sd = (hi - lo) / 2 * math.sqrt(2) / stats.t.ppf(0.95, 1)  # two seeds: one degree of freedom, 90 %
         assert r["diff_sd"] == pytest.approx(sd) and r["n_paired"] == 2
         assert r["mde"] == pytest.approx(S.minimum_detectable_effect(sd, 2, alpha=0.1))
-    one = V.comparisons_from_results(old.assign(n_paired=1), "erm")
+    one = SN.comparisons_from_results(old.assign(n_paired=1), "erm")
     assert one["diff_sd"].isna().all() and one["mde"].isna().all()
-    words = {eoi: list(V.comparisons_from_results(old, "erm", effect_of_interest=eoi)["word"]) for eoi in (1e-3, 1e6)}
+    words = {eoi: list(SN.comparisons_from_results(old, "erm", effect_of_interest=eoi)["word"]) for eoi in (1e-3, 1e6)}
     assert "underpowered" in words[1e-3] and "underpowered" not in words[1e6]
 
 
@@ -255,27 +259,41 @@ def comparison(method, against, metric, word, diff=0.0, eq_lo=None):
 
 
 def cells(rows, methods):
-    return {k: w for k, (w, _) in V.verdict_cells(pd.DataFrame(rows, columns=R.COMPARISON_COLUMNS), set(methods)).items()}
+    """part -> word of one setting's comparisons ``rows`` and the default-variant ``methods`` it ran."""
+    return {part: cell["word"] for part, cell in verdict_cells(rows, methods).items()}
+
+
+def verdict_cells(rows, methods):
+    return V.verdict_cells(pd.DataFrame(rows, columns=R.COMPARISON_COLUMNS), set(methods))
 
 
 def test_the_decision_rules_of_each_part():
+    """Each part from its comparisons as the table stores them (an ablation's as ablation − MR²): the
+    parts of the untuned reference, the ablations read as MR² − ablation up, the baselines as hard up
+    and easy not down."""
     rows = [comparison("mr2", "erm", "hard", "higher", 2.0), comparison("mr2", "erm", "easy", "no clear difference"),
-            comparison("mr2", "erm", "all", "underpowered"), comparison("mr2_uniform", "mr2", "hard", "lower"),
+            comparison("mr2", "erm", "all", "underpowered"), comparison("mr2_uniform", "mr2", "hard", "lower", -2.0),
             comparison("mr2_no_rep", "mr2", "hard", "no clear difference"),
             comparison("mr2", "ldam", "hard", "higher"), comparison("mr2", "ldam", "easy", "higher"),
             comparison("mr2", "dro", "hard", "underpowered"), comparison("mr2", "dro", "easy", "higher")]
     methods = ["erm", "mr2", "mr2_uniform", "mr2_no_rep", "ldam", "dro"]
     assert cells(rows, methods) == {"hard_up": "supported", "easy_not_down": "supported", "overall_up": "underpowered",
-                                    "ablations_below": "not shown", "above_baselines": "underpowered"}
+                                    "above_controls": "not run", "ablations_below": "not shown",
+                                    "above_baselines": "underpowered"}
+    # the ablation's Δ is shown as MR² − the ablation: the stored −2.0 turned round
+    assert verdict_cells(rows, methods)["ablations_below"]["every"].startswith("vs mr2_uniform +2.0 [+1.0, +3.0]")
     rows[1] = comparison("mr2", "erm", "easy", "lower")  # an easy-class loss contradicts
-    rows[4] = comparison("mr2_no_rep", "mr2", "hard", "lower")  # both ablations below
+    rows[4] = comparison("mr2_no_rep", "mr2", "hard", "lower")  # MR² above both ablations
     rows[8] = comparison("mr2", "dro", "easy", "lower")  # MR² loses easy classes to a baseline
     assert cells(rows, methods) == {"hard_up": "supported", "easy_not_down": "contradicted",
-                                    "overall_up": "underpowered", "ablations_below": "supported",
-                                    "above_baselines": "contradicted"}
-    # behind the word: the comparison that decides it (dro), and the count of baselines per word
-    detail = V.verdict_cells(pd.DataFrame(rows, columns=R.COMPARISON_COLUMNS), set(methods))["above_baselines"][1]
-    assert detail == "vs dro: hard +0.0 [-1.0, +1.0], easy +0.0 [-1.0, +1.0] (by baseline, of 2: 1 contradicted, 1 supported)"
+                                    "overall_up": "underpowered", "above_controls": "not run",
+                                    "ablations_below": "supported", "above_baselines": "contradicted"}
+    # behind the word: the comparison that decides it (dro), and the count of baselines per word; every
+    # baseline's Δs stand beside them for a row without words
+    baselines = verdict_cells(rows, methods)["above_baselines"]
+    assert baselines["detail"].startswith("vs dro: hard +0.0 [-1.0, +1.0], easy +0.0 [-1.0, +1.0]")
+    assert "of 2: 1 contradicted, 1 supported" in baselines["detail"] and "vs ldam" not in baselines["detail"]
+    assert "vs ldam: hard" in baselines["every"] and "vs dro: hard" in baselines["every"]
     rows[0] = comparison("mr2", "erm", "hard", "no clear difference")
     rows[2] = comparison("mr2", "erm", "all", "undetermined (too few seeds for an interval)")
     assert cells(rows, methods)["hard_up"] == "not shown" and cells(rows, methods)["overall_up"] == "underpowered"
@@ -295,15 +313,29 @@ def test_the_decision_rules_of_each_part():
     assert cells(rows, methods)["easy_not_down"] == "not shown"
 
 
+def test_the_equally_tuned_controls_are_a_part_of_their_own_read_like_the_baselines():
+    rows = [comparison("mr2", "erm", m, "higher") for m in ("hard", "easy", "all")]
+    rows += [comparison("mr2", "ce_temperature", "hard", "higher", 1.5), comparison("mr2", "ce_temperature", "easy", "higher"),
+             comparison("mr2", "erm_tuned", "hard", "no clear difference", 0.2),
+             comparison("mr2", "erm_tuned", "easy", "higher")]
+    methods = ["erm", "mr2", "ce_temperature", "erm_tuned"]
+    got = verdict_cells(rows, methods)
+    # not shown above erm_tuned decides; neither control is a baseline
+    assert got["above_controls"]["word"] == "not shown" and got["above_controls"]["detail"].startswith("vs erm_tuned: hard +0.2")
+    assert got["above_baselines"]["word"] == "not run"
+    rows[5] = comparison("mr2", "erm_tuned", "hard", "higher", 1.2)
+    assert cells(rows, methods)["above_controls"] == "supported"
+
+
 def test_parts_not_run_and_not_computed():
     rows = [comparison("mr2", "erm", m, "higher") for m in ("hard", "easy", "all")]
     assert cells(rows, ["erm", "mr2"]) == {"hard_up": "supported", "easy_not_down": "supported",
-                                           "overall_up": "supported", "ablations_below": "not run",
-                                           "above_baselines": "not run"}
+                                           "overall_up": "supported", "above_controls": "not run",
+                                           "ablations_below": "not run", "above_baselines": "not run"}
     assert set(cells([], ["erm", "ldam"]).values()) == {"not run"}  # no MR²
-    old = V.verdict_cells(pd.DataFrame(rows, columns=R.COMPARISON_COLUMNS), {"erm", "mr2", "mr2_uniform", "ldam"})
+    old = cells(rows, {"erm", "mr2", "mr2_uniform", "ldam"})
     # the ablation and baseline comparisons are missing (an older snapshot): not computed
-    assert old["ablations_below"][0] == "not computed" and old["above_baselines"][0] == "not computed"
+    assert old["ablations_below"] == "not computed" and old["above_baselines"] == "not computed"
 
 
 # ----------------------------------------------------------------------------- snapshots, CLI, README
@@ -333,14 +365,16 @@ def test_the_readme_verdict_block_comes_from_the_snapshots(tmp_path):
     tables = write_snapshot(tmp_path / "a", pc)
     assert {"comparisons.csv", "settings.csv"} <= {p.name for p in tables.iterdir()}
     readme = tmp_path / "README.md"
-    readme.write_text(f"top\n{V.BEGIN}\nSTALE-BLOCK\n{V.END}\n<!-- results:a -->\n<!-- /results:a -->\nend\n")
+    readme.write_text(f"top\n{VT.BEGIN}\nSTALE-BLOCK\n{VT.END}\n<!-- results:a -->\n<!-- /results:a -->\nend\n")
     update_readme(tables, "a", readme, tmp_path, config="config/three.yaml")
     snap = tmp_path / "docs" / "results"
     assert (snap / "a" / "comparisons.csv").is_file()
     assert pd.read_csv(snap / "a" / "settings.csv")["config"].tolist() == ["config/three.yaml"]
-    block = V.readme_verdicts(readme.read_text())
-    assert block == V.verdict_markdown(V.snapshot_verdicts(snap)).strip("\n") and "STALE-BLOCK" not in readme.read_text()
-    row = V.snapshot_verdicts(snap).iloc[0]
+    block = VT.readme_verdicts(readme.read_text())
+    expected = VT.verdict_markdown(SN.snapshot_verdicts(snap), SN.snapshot_primaries(snap), link="docs/results")
+    assert block == expected.strip("\n") and "STALE-BLOCK" not in readme.read_text()
+    assert "[a](docs/results/a/)" in block  # each row links to its snapshot, relative to the page
+    row = SN.snapshot_verdicts(snap).iloc[0]
     assert (row["hard_up"], row["ablations_below"], row["above_baselines"]) == ("supported", "supported", "supported")
     assert row["regime"] == "600/class × 6 ep" and row["model"] == "mlp" and "config/three.yaml" in block
     readme.write_text("no block\n")
@@ -364,72 +398,84 @@ def test_snapshot_verdicts_read_every_snapshot_folder_in_order(tmp_path):
     (root / "c").mkdir()
     (root / "c" / "notes.txt").write_text("not a snapshot")
     shutil.copytree(erm_only, root / "d")
-    table = V.snapshot_verdicts(root)
+    table = SN.snapshot_verdicts(root)
     assert list(table["snapshot"]) == ["a", "b"] and list(table.index) == [0, 1]
-    assert list(table.columns) == ["dataset", "data", "model", "regime",
-                                   *[c for part in V.PARTS for c in (part, f"{part}_detail")],
-                                   "above_baselines_every", "seeds", "hard_excluded_above", "runs_key", "tuned", "reason",
-                                   "eligible", "snapshot", "config"]
+    assert {"snapshot", "config", "identity", "cpu", "seeds", "reason", "eligible", *rules.PARTS} <= set(table.columns)
     # 3 seeds and no convergence check: no verdict word, and the reason says both
     n = pc["seed"].nunique()
     assert not table["eligible"].any() and table.loc[0, "seeds"] == n
     assert table.loc[0, "reason"] == f"{n} paired seeds (a verdict needs 10); convergence not checked"
     assert list(table["config"]) == ["config/three.yaml", "b"]  # settings.csv's config, else the folder's name
     assert table.loc[0, "model"] == "" and table.loc[0, "regime"] == "600/class × 6 ep"  # an empty cell stays empty
+    assert list(table["cpu"]) == ["not recorded"] * 2  # runs without the CPU record and no machine.yaml
     for part in ("hard_up", "easy_not_down", "overall_up"):  # from the reference comparisons: the same in both
         assert table.loc[1, part] == table.loc[0, part] and table.loc[1, f"{part}_detail"] == table.loc[0, f"{part}_detail"]
     assert table.loc[0, "hard_up"] == "supported" and table.loc[0, "ablations_below"] == "supported"
-    assert (table.loc[1, "ablations_below"], table.loc[1, "above_baselines"]) == (V.NOT_COMPUTED, V.NOT_COMPUTED)
+    assert (table.loc[1, "ablations_below"], table.loc[1, "above_baselines"]) == (rules.NOT_COMPUTED, rules.NOT_COMPUTED)
     assert (table.loc[1, "ablations_below_detail"], table.loc[1, "above_baselines_detail"]) == ("", "")
+    # the snapshot holds its per-seed table, the older one does not: only the first has an identity
+    assert table.loc[0, "identity"] != "" and table.loc[1, "identity"] == ""
+    # the CPU of runs that predate the per-run record, from the snapshot's machine.yaml
+    (root / "a" / "machine.yaml").write_text("cpu: AMD (AMD EPYC)\n")
+    assert SN.snapshot_verdicts(root).loc[0, "cpu"] == "AMD (AMD EPYC)"
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert V.snapshot_verdicts(empty).empty
+    assert SN.snapshot_verdicts(empty).empty
+
+
+def judged_line(markdown: str, snapshot: str) -> str:
+    return next(line for line in markdown.splitlines() if line.startswith(f"| {snapshot} | "))
 
 
 def test_a_run_set_held_by_several_snapshots_is_one_row_of_the_verdict(tmp_path):
     """Issue 39: the default's runs reused by an ablation config (a) and a baselines config (b) are one
     row naming both, with the ablation part from a and the baseline part from b; another run set (c, other
-    seeds of noise) keeps its own row; the headline and the short table see the same rows."""
+    seeds of noise) keeps its own row; the headline and the short table see the same rows. Snapshots are
+    one run set when they hold the same per-seed numbers of the reference and MR² (``identity``)."""
     base = {"mr2": (0.0, 0.0, 0.06), "mr2_uniform": (0.0, 0.0, 0.0), "ldam": (-0.03, 0.0, 0.03)}
     pc = three_class(base, noise=0.004)
     root = tmp_path / "snapshots"
     for name, drop in (("a", "ldam"), ("b", "mr2_uniform")):
         shutil.copytree(write_snapshot(tmp_path / name, pc[pc["method"] != drop]), root / name)
     shutil.copytree(write_snapshot(tmp_path / "c", three_class(base, noise=0.004, rng_seed=7)), root / "c")
-    table = V.snapshot_verdicts(root)
+    table = SN.snapshot_verdicts(root)
     assert list(table["snapshot"]) == ["a", "b", "c"]
-    assert table.loc[0, "runs_key"] == table.loc[1, "runs_key"] != table.loc[2, "runs_key"]
-    merged = V.one_row_per_run_set(table)
+    assert table.loc[0, "identity"] == table.loc[1, "identity"] != table.loc[2, "identity"]
+    merged = SN.one_row_per_run_set(table)
     assert list(merged["snapshot"]) == ["a, b", "c"]
     row = merged.iloc[0]
     assert row["ablations_below_detail"] == table.loc[0, "ablations_below_detail"] != ""
     assert row["above_baselines_detail"] == table.loc[1, "above_baselines_detail"] != ""
     assert row["above_baselines_every"] == table.loc[1, "above_baselines_every"] != ""  # its wordless Δs too
-    md = V.verdict_markdown(table)
+    md = VT.verdict_markdown(table)
     assert md.count("| a, b | ") == 1 and md.count("| c | ") == 1 and "| a | " not in md and "| b | " not in md
+    # the same runs on another CPU are another run set
+    assert list(SN.one_row_per_run_set(table.assign(cpu=["AMD (x)", "Intel (y)", "AMD (x)"]))["snapshot"]) == ["a", "b", "c"]
     # earning words: a setting is eligible when any snapshot of its runs shows it so
     eligible = table.assign(eligible=[False, True, False], reason=["3 paired seeds", "", "3 paired seeds"])
-    assert V.one_row_per_run_set(eligible)["eligible"].tolist() == [True, False]
+    assert SN.one_row_per_run_set(eligible)["eligible"].tolist() == [True, False]
     # the tuned methods of every snapshot of the run set that earns words, each once
     both = table.assign(eligible=[True, True, False], tuned=["mr2, ldam", "mr2, mr2_uniform", "mr2"])
-    assert V.one_row_per_run_set(both)["tuned"].tolist() == ["mr2, ldam, mr2_uniform", "mr2"]
-    assert V.headline(eligible).count("\n- ") == 0 and V.headline(eligible).startswith("- ")
+    assert SN.one_row_per_run_set(both)["tuned"].tolist() == ["mr2, ldam, mr2_uniform", "mr2"]
+    judged = [line for line in VT.headline(eligible).splitlines() if line.startswith("- ")]
+    assert len(judged) == 1 and judged[0].endswith(" · a, b")  # the headline: the judged run set alone
     # a part only an under-trained snapshot ran earns no word in the row that earns words through another
     why = "not at convergence: ldam (all +3.0, hard -0.4)"
     only_a = table.assign(eligible=[True, False, False], reason=["", why, "3 paired seeds"])
-    row = V.one_row_per_run_set(only_a).iloc[0]
-    assert row["eligible"] and row["above_baselines"] == V.NO_WORD
+    row = SN.one_row_per_run_set(only_a).iloc[0]
+    assert row["eligible"] and row["above_baselines"] == rules.NOT_JUDGED
     assert row["above_baselines_detail"] == f"{table.loc[1, 'above_baselines_every']} (b: {why})"
     assert row["ablations_below"] == table.loc[0, "ablations_below"]  # a's own parts keep their words
-    worded = f"**{table.loc[1, 'above_baselines']}** {table.loc[1, 'above_baselines_detail']}"
-    assert table.loc[1, "above_baselines"] not in (V.NO_WORD, V.NOT_RUN) and worded in V.verdict_markdown(eligible)
+    word, detail = table.loc[1, "above_baselines"], table.loc[1, "above_baselines_detail"]
+    assert word not in (rules.NOT_JUDGED, rules.NOT_RUN)
+    cell = judged_line(VT.verdict_markdown(eligible), "a, b").split(" | ")[-1]
+    assert cell.startswith(f"**{word}**") and cell.rstrip(" |").endswith(detail)
     # a part both ran takes the word of the one that earns words, even when it comes second
-    row = V.one_row_per_run_set(eligible).iloc[0]
+    row = SN.one_row_per_run_set(eligible).iloc[0]
     assert (row["hard_up"], row["hard_up_detail"]) == (table.loc[1, "hard_up"], table.loc[1, "hard_up_detail"])
-    assert row["hard_up"] != V.NO_WORD and row["ablations_below"] == V.NO_WORD  # only a (no word) ran the ablations
-    shown = next(line for line in V.verdict_markdown(only_a).splitlines() if line.startswith("| a, b | "))
-    for shown in (shown, V.headline(only_a).replace("** (", "** ")):  # the row's cell, the headline's sentence
-        assert f"**{V.NO_WORD}** " in shown and why in shown and worded not in shown
+    assert row["hard_up"] != rules.NOT_JUDGED and row["ablations_below"] == rules.NOT_JUDGED  # only a ran the ablations
+    cell = judged_line(VT.verdict_markdown(only_a), "a, b").split(" | ")[-1]
+    assert cell.startswith(f"**{rules.NOT_JUDGED}** ") and why in cell and f"**{word}**" not in cell
 
 
 def test_snapshot_verdicts_take_the_reference_from_the_first_row_of_the_results(tmp_path):
@@ -446,8 +492,8 @@ def test_snapshot_verdicts_take_the_reference_from_the_first_row_of_the_results(
         frame[columns] = frame[columns].replace("erm", "base")
         frame.to_csv(root / "renamed" / file, index=False)
     assert pd.read_csv(root / "renamed" / "results.csv")["method"].iloc[0] == "base"
-    table = V.snapshot_verdicts(root).set_index("snapshot")
-    parts = [c for part in V.PARTS for c in (part, f"{part}_detail")]
+    table = SN.snapshot_verdicts(root).set_index("snapshot")
+    parts = [c for part in rules.PARTS for c in (part, f"{part}_detail")]
     assert table.loc["renamed", parts].tolist() == table.loc["erm", parts].tolist()
     assert table.loc["renamed", "hard_up"] == "supported"
 
@@ -457,25 +503,26 @@ def test_update_verdicts_replaces_the_first_block_and_keeps_everything_else(tmp_
     root = tmp_path / "snapshots"
     shutil.copytree(write_snapshot(tmp_path / "x", pc), root / "a")
     readme = tmp_path / "README.md"
-    twice = f"top\n{V.BEGIN}\nold\n{V.END}\n{V.BEGIN}\nsecond\n{V.END}\nend\n"
+    B, E = VT.BEGIN, VT.END
+    twice = f"top\n{B}\nold\n{E}\n{B}\nsecond\n{E}\nend\n"
     readme.write_text(twice, encoding="utf-8")
     with pytest.raises(ValueError, match="2 times"):  # which lines the block spans is unclear: nothing written
-        V.update_verdicts(readme, root)
+        VT.update_verdicts(readme, root)
     assert readme.read_text(encoding="utf-8") == twice
-    text = f"top MR²\n{V.BEGIN}\nold\n{V.END}\nmiddle, quoting {V.END} and {V.BEGIN} in prose\nend\n"
+    text = f"top MR²\n{B}\nold\n{E}\nmiddle, quoting {E} and {B} in prose\nend\n"
     readme.write_text(text, encoding="utf-8")
-    assert V.update_verdicts(readme, root) is True
+    assert VT.update_verdicts(readme, root) is True
     new = readme.read_text(encoding="utf-8")
-    md = V.verdict_markdown(V.snapshot_verdicts(root)).strip("\n")
-    assert new == text.replace("\nold\n", f"\n{md}\n", 1) and V.readme_verdicts(new) == md
-    for broken in (f"top\n{V.BEGIN}\nno end\n", f"top\nno begin\n{V.END}\n", "no block\n"):
+    md = VT.verdict_markdown(SN.snapshot_verdicts(root), SN.snapshot_primaries(root), link="snapshots").strip("\n")
+    assert new == text.replace("\nold\n", f"\n{md}\n", 1) and VT.readme_verdicts(new) == md
+    for broken in (f"top\n{B}\nno end\n", f"top\nno begin\n{E}\n", "no block\n"):
         readme.write_text(broken)
-        assert V.update_verdicts(readme, root) is False and readme.read_text() == broken
-    assert V.readme_verdicts("no block\n") is None
-    assert V.readme_verdicts(f"{V.BEGIN}\n\nX first  \n\n{V.END}") == "X first  "  # only the blank lines go
+        assert VT.update_verdicts(readme, root) is False and readme.read_text() == broken
+    assert VT.readme_verdicts("no block\n") is None
+    assert VT.readme_verdicts(f"{B}\n\nX first  \n\n{E}") == "X first  "  # only the blank lines go
     # a README with MR² and γ is read and written as UTF-8 also where the locale's encoding is ASCII
     readme.write_text(text, encoding="utf-8")
-    run_in_ascii_locale("import sys; from mr2.results.verdicts import update_verdicts; "
+    run_in_ascii_locale("import sys; from mr2.results.verdict_text import update_verdicts; "
                         "update_verdicts(sys.argv[1], sys.argv[2])", str(readme), str(root))
     assert readme.read_text(encoding="utf-8") == new
 
@@ -493,7 +540,7 @@ def test_settings_from_a_runs_table_that_lacks_columns():
 def test_a_results_table_of_the_reference_alone_has_no_comparisons():
     pc = three_class({})
     table = R.results_table(pc, None, G.difficulty_table(pc))
-    back = V.comparisons_from_results(table, "erm")
+    back = SN.comparisons_from_results(table, "erm")
     assert back.empty and list(back.columns) == R.COMPARISON_COLUMNS
 
 
@@ -509,34 +556,39 @@ def test_verdict_table_rows_per_dataset_with_their_settings_and_the_erm_default(
     assert table.loc[0, ["data", "model", "regime"]].tolist() == ["dd", "m1", "r1"]
     assert table.loc[1, ["data", "model", "regime"]].tolist() == ["", "", ""]
     assert table.loc[0, "hard_up"] == "supported"
-    assert all(table.loc[1, part] == V.NOT_RUN for part in V.PARTS)
+    assert all(table.loc[1, part] == rules.NOT_RUN for part in rules.PARTS)
 
 
 def test_cells_not_run_or_not_computed_have_no_detail():
-    none = pd.DataFrame(columns=["dataset", "method", "variant", "against", "against_variant", "metric", "word",
-                                 "diff", "diff_lo", "diff_hi"])
+    none = pd.DataFrame(columns=R.COMPARISON_COLUMNS)
     cells = V.verdict_cells(none, {"erm"})
-    assert cells == {part: (V.NOT_RUN, "") for part in V.PARTS}
+    assert {part: (c["word"], c["detail"]) for part, c in cells.items()} == {part: (rules.NOT_RUN, "") for part in rules.PARTS}
     cells = V.verdict_cells(none, {"erm", "mr2", "mr2_uniform", "ldam"})
-    assert cells == {part: (V.NOT_COMPUTED, "") for part in V.PARTS}
+    assert {part: (c["word"], c["detail"]) for part, c in cells.items()} == {
+        **{part: (rules.NOT_COMPUTED, "") for part in rules.PARTS}, "above_controls": (rules.NOT_RUN, "")}
 
 
 def test_small_cells_of_the_verdict_table():
-    assert V._delta(pd.Series({"diff": 1.25, "diff_lo": math.nan, "diff_hi": math.nan})) == "+1.2 (no CI)"
-    assert V._delta(pd.Series({"diff": -0.5, "diff_lo": -1.0, "diff_hi": 0.04})) == "-0.5 [-1.0, +0.0]"
-    assert V.baselines_cell({"ldam": ("supported", "vs ldam: +1")}) == ("supported", "vs ldam: +1")  # one: no counts
+    assert V.delta_text(pd.Series({"diff": 1.25, "diff_lo": math.nan, "diff_hi": math.nan})) == "+1.2 (no CI)"
+    assert V.delta_text(pd.Series({"diff": -0.5, "diff_lo": -1.0, "diff_hi": 0.04})) == "-0.5 [-1.0, +0.0]"
+    one = [comparison("mr2", "erm", m, "higher") for m in ("hard", "easy", "all")]
+    one += [comparison("mr2", "ldam", m, "higher", 1.0) for m in ("hard", "easy")]
+    baselines = verdict_cells(one, ["erm", "mr2", "ldam"])["above_baselines"]  # one baseline: no counts
+    assert baselines["word"] == "supported" and baselines["detail"] == "vs ldam: hard +1.0 [+0.0, +2.0], easy +1.0 [+0.0, +2.0]"
     for none in (None, pd.DataFrame(columns=["dataset"])):
         empty = V.settings_table(none)
-        assert empty.empty and list(empty.columns) == ["dataset", "data", "model", "regime", "seeds", "tuned",
+        assert empty.empty and list(empty.columns) == ["dataset", "data", "model", "regime", "seeds", "tuned", "cpu",
                                                        "check_of", "converged", "convergence"]
-    assert V.no_verdict_reason(16, True, "all 4 methods within 1 point") == ""
-    assert V.no_verdict_reason(9, True, "") == "9 paired seeds (a verdict needs 10)"
-    assert V.no_verdict_reason(16, False, "not at convergence: mr2 (all +0.2, hard +1.4)") == \
+    # the convergence gate's reasons (the seed gate is tested with the rulebook)
+    assert rules.gate_reason(16, True, "all 4 methods within 1 point") == ""
+    assert rules.gate_reason(16, "True", "") == ""  # as settings.csv holds it
+    assert rules.gate_reason(16, False, "not at convergence: mr2 (all +0.2, hard +1.4)") == \
         "not at convergence: mr2 (all +0.2, hard +1.4)"
-    assert V.no_verdict_reason(16, None, "") == "convergence not checked"
-    assert V.shown_word("equivalent") == "equivalent (no effect ≥ 1 point)"
-    assert V.shown_word("equivalent", 0.5) == "equivalent (no effect ≥ 0.5 points)"
-    assert V.shown_word("supported") == "supported"
+    assert rules.gate_reason(16, None, "") == "convergence not checked"
+    assert rules.gate_reason(9, None, "nan") == "9 paired seeds (a verdict needs 10); convergence not checked"
+    assert rules.shown_word("equivalent") == "equivalent (no effect ≥ 1 point)"
+    assert rules.shown_word("equivalent", 0.5) == "equivalent (no effect ≥ 0.5 points)"
+    assert rules.shown_word("supported") == "supported"
 
 
 # ----------------------------------------------------------------------------- report sentences, figure
@@ -703,52 +755,84 @@ def test_a_long_tailed_setting_says_so():
 
 
 # ----------------------------------------------------------------------------- the verdict table in Markdown, by hand
+def markdown_tables(text: str) -> list[list[dict[str, str]]]:
+    """Every Markdown table of ``text``: its rows, each {column header: cell}."""
+    lines, tables, i = text.splitlines(), [], 0
+    split = lambda line: [c.strip() for c in line.strip().strip("|").split("|")]  # noqa: E731
+    while i < len(lines):
+        if lines[i].startswith("| ") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
+            head, rows, i = split(lines[i]), [], i + 2
+            while i < len(lines) and lines[i].startswith("|"):
+                rows.append(dict(zip(head, split(lines[i]))))
+                i += 1
+            tables.append(rows)
+        else:
+            i += 1
+    return tables
+
+
 def verdict_rows():
-    words = {"hard_up": "yes", "easy_not_down": "no", "overall_up": "not run", "ablations_below": "underpowered",
-             "above_baselines": "no"}
+    """Two judged run sets written by hand: each part's word and the Δs behind it."""
+    words = {"hard_up": "supported", "easy_not_down": "contradicted", "overall_up": "not run",
+             "above_controls": "not run", "ablations_below": "underpowered", "above_baselines": "not shown"}
+    details = {"fmnist": ("+1.0 [+0.5, +1.5]", "", math.nan, "", "x", "y"), "d2": ("a", "b", "c", "", "", math.nan)}
     rows = []
-    for dataset, data, model, details in (("fmnist", "fmnist", "resnet32", ("+1.0 [+0.5, +1.5]", "", math.nan, "x", "y")),
-                                          ("d2", math.nan, "cnn", ("a", "b", "c", "", math.nan))):
-        row = {"dataset": dataset, "data": data, "model": model, **words, "seeds": 12, "tuned": "mr2", "eligible": True,
-               "reason": ""}
-        row.update({f"{part}_detail": d for part, d in zip(words, details)})
+    for dataset, data, model in (("fmnist", "fmnist", "resnet32"), ("d2", math.nan, "cnn")):
+        row = {"dataset": dataset, "data": data, "model": model, **words, "seeds": 12, "tuned": "mr2", "cpu": "AMD (x)",
+               "eligible": True, "reason": "", "snapshot": f"s-{dataset}", "config": f"s-{dataset}"}
+        row.update({f"{part}_detail": d for part, d in zip(words, details[dataset])})
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-def test_verdict_markdown_rows_by_hand_without_snapshots():
-    """No regime column, a data name equal to the dataset or missing: the setting names only what
-    differs; an empty or missing detail leaves the word alone."""
-    lines = V.verdict_markdown(verdict_rows()).splitlines()
-    assert lines[0] == ("| Setting | Seeds | Tuned | Hard classes up | Easy classes not down | Overall up | Each ablation "
-                        "below full MR² | MR² above the baselines (hard up, easy not down) |")
-    assert lines[1] == "|---|---|---|---|---|---|---|---|"
-    assert lines[2] == ("| fmnist, resnet32 | 12 | mr2 | **yes** +1.0 [+0.5, +1.5] | **no** | **not run** | **underpowered** x "
-                        "| **no** y |")
-    assert lines[3] == "| d2, cnn | 12 | mr2 | **yes** a | **no** b | **not run** c | **underpowered** | **no** |"
-    assert lines[4] == "" and lines[5].startswith("Each cell: the word the part of the paper's claim earns")
-    assert not any(line.startswith("Settings without") for line in lines)  # every row earns words: no second table
-    assert max(map(len, lines[4:])) <= 100  # the legend is wrapped
+def word_alone(cell: str, word: str) -> bool:
+    """The cell holds the word (and its table-wide word) and no Δ."""
+    return re.fullmatch(rf"\*\*{re.escape(word)}\*\*( \(table-wide: {re.escape(word)}\))?", cell) is not None
 
 
-def test_verdict_markdown_moves_settings_without_a_verdict_to_the_sensitivity_table():
+def test_verdict_markdown_rows_by_hand():
+    """A column per part of the claim headed by its difference; the setting names only what differs (no
+    regime column, a data name equal to the dataset or missing); each cell its word, then the Δs behind
+    it; an empty or missing detail leaves the word alone; a part not run says so; rows by dataset; the
+    rulebook's legend under the table; every row judged: no second table."""
+    text = VT.verdict_markdown(verdict_rows())
+    [judged] = markdown_tables(text)
+    assert list(judged[0]) == ["Snapshot", "Setting", "CPU", "Seeds", "Tuned", *rules.PARTS.values()]
+    assert [r["Setting"] for r in judged] == ["d2, cnn", "fmnist, resnet32"]
+    d2, fm = ({key: r[rules.PARTS.get(key, key)] for key in [*rules.PARTS, "Snapshot", "CPU", "Seeds", "Tuned"]}
+              for r in judged)
+    assert (fm["Snapshot"], fm["CPU"], fm["Seeds"], fm["Tuned"]) == ("s-fmnist", "AMD (x)", "12", "mr2")
+    assert fm["hard_up"].startswith("**supported**") and fm["hard_up"].endswith(" +1.0 [+0.5, +1.5]")
+    assert word_alone(fm["easy_not_down"], "contradicted") and fm["overall_up"] == fm["above_controls"] == "not run"
+    assert fm["ablations_below"].startswith("**underpowered**") and fm["ablations_below"].endswith(" x")
+    assert fm["above_baselines"].startswith("**not shown**") and fm["above_baselines"].endswith(" y")
+    assert d2["hard_up"].endswith(" a") and d2["easy_not_down"].endswith(" b")
+    assert word_alone(d2["ablations_below"], "underpowered") and word_alone(d2["above_baselines"], "not shown")
+    assert rules.legend() in text and "Run sets not judged" not in text
+
+
+def test_verdict_markdown_moves_run_sets_not_judged_to_a_table_of_their_own():
     table = verdict_rows()
-    table.loc[1, ["eligible", "reason", "seeds"]] = [False, "3 paired seeds (a verdict needs 10)", 3]
     table.loc[0, "hard_up"] = "equivalent"
-    lines = V.verdict_markdown(table).splitlines()
-    assert lines[2].startswith("| fmnist, resnet32 | 12 | mr2 | **equivalent (no effect ≥ 1 point)** +1.0 [+0.5, +1.5] |")
-    assert not any(line.startswith("| d2") for line in lines[:4])
-    second = lines.index(next(line for line in lines if line.startswith("Settings without a verdict word")))
-    head = lines.index(next(line for line in lines[second:] if line.startswith("| Setting | Seeds | Why no verdict")))
+    table.loc[1, ["eligible", "reason", "seeds"]] = [False, "3 paired seeds (a verdict needs 10)", 3]
+    text = VT.verdict_markdown(table)
+    judged, rest = markdown_tables(text)
+    assert [r["Setting"] for r in judged] == ["fmnist, resnet32"] and [r["Setting"] for r in rest] == ["d2, cnn"]
+    hard = judged[0][rules.PARTS["hard_up"]]
+    assert hard.startswith("**equivalent (no effect ≥ 1 point)**") and hard.endswith(" +1.0 [+0.5, +1.5]")
     # the Δs stand without a word; a part not run says so
-    assert lines[head + 2] == "| d2, cnn | 3 | 3 paired seeds (a verdict needs 10) | a | b | not run |  |  |"
-    # no eligible setting: the first table says so
+    row = rest[0]
+    assert (row["Seeds"], row["Why not judged"]) == ("3", "not judged: 3 paired seeds (a verdict needs 10)")
+    assert [row[h] for h in rules.PARTS.values()] == ["a", "b", "not run", "not run", "", ""]
+    # the README's short table: the judged rows alone
+    assert len(markdown_tables(VT.verdict_markdown(table, judged_only=True))) == 1
+    # no run set judged: the first table says so
     table["eligible"] = False
-    assert "no setting yet has ≥ 10 seeds" in V.verdict_markdown(table).splitlines()[2]
+    assert markdown_tables(VT.verdict_markdown(table))[0][0]["Snapshot"] == "no run set is judged yet"
 
 
 def test_a_setting_without_a_verdict_shows_every_baselines_deltas_and_no_word():
-    """The sensitivity table's baselines cell: each baseline's Δs (not only those deciding the word) and
+    """The not-judged table's baselines cell: each baseline's Δs (not only those deciding the word) and
     no count of words; the same setting with 10 seeds earns a word and names the deciding baseline."""
     rows = [comparison("mr2", "erm", m, "higher", 1.0) for m in ("hard", "easy", "all")]
     rows += [comparison("mr2", "dro", "hard", "lower", -2.0), comparison("mr2", "dro", "easy", "higher", 1.5),
@@ -757,28 +841,28 @@ def test_a_setting_without_a_verdict_shows_every_baselines_deltas_and_no_word():
     frame = pd.DataFrame(rows, columns=R.COMPARISON_COLUMNS)
     methods = pd.DataFrame({"dataset": "d", "method": ["erm", "mr2", "dro", "ldam", "focal"], "variant": "default"})
     settings = pd.DataFrame({"dataset": ["d"], "data": ["d"], "model": ["m"], "regime": ["r"], "converged": [True]})
-    few = V.verdict_table(frame, methods, settings)  # 3 paired seeds: no word
-    line = next(x for x in V.verdict_markdown(few).splitlines() if x.startswith("| d, m, r | 3 |"))
-    cell = line.rstrip(" |").split(" | ")[-1]
+    few = V.verdict_table(frame, methods, settings).assign(snapshot="s")  # 3 paired seeds: no word
+    [row] = markdown_tables(VT.verdict_markdown(few))[1]
+    assert (row["Setting"], row["Seeds"]) == ("d, m, r", "3")
+    cell = row[rules.PARTS["above_baselines"]]
     for b, hard, easy in (("dro", "-2.0", "+1.5"), ("focal", "+3.0", "+0.8"), ("ldam", "+0.2", "+0.5")):
         assert f"vs {b}: hard {hard} [" in cell and f"easy {easy} [" in cell
-    assert not any(w in line for w in ("contradicted", "supported", "equivalent", "underpowered", "by baseline"))
-    enough = V.verdict_table(frame.assign(n_paired=10), methods, settings)
-    line = next(x for x in V.verdict_markdown(enough).splitlines() if x.startswith("| d, m, r | 10 |"))
-    assert "**contradicted** vs dro: hard -2.0 [" in line and "vs ldam" not in line and "of 3: 1 contradicted" in line
+    shown = " ".join(row[h] for h in rules.PARTS.values())
+    assert not any(w in shown for w in ("contradicted", "supported", "equivalent", "underpowered", " of 3"))
+    enough = V.verdict_table(frame.assign(n_paired=10), methods, settings).assign(snapshot="s")
+    [row] = markdown_tables(VT.verdict_markdown(enough))[0]
+    cell = row[rules.PARTS["above_baselines"]]
+    assert row["Seeds"] == "10" and cell.startswith("**contradicted**") and "vs dro: hard -2.0 [" in cell
+    assert "vs ldam" not in cell and "of 3: 1 contradicted" in cell
 
 
 def test_verdict_markdown_names_the_snapshot_and_its_config_when_they_differ():
-    table = verdict_rows().assign(snapshot=["fm", "d2"], config=["fm", "config/d2.yaml"], regime=["capped", ""])
-    lines = V.verdict_markdown(table).splitlines()
-    assert lines[0].startswith("| Snapshot | Setting | Seeds | Tuned | Hard classes up |")
-    assert lines[1] == "|" + "|".join(["---"] * 9) + "|"
-    assert lines[2].startswith("| fm | fmnist, resnet32, capped | 12 | mr2 | **yes** +1.0")
-    assert lines[3].startswith("| d2 (config/d2.yaml) | d2, cnn | 12 | mr2 | **yes** a |")
-
-
-def test_verdict_markdown_of_no_setting():
-    assert V.verdict_markdown(pd.DataFrame()) == "No setting has been run.\n"
+    table = verdict_rows().assign(config=["s-fmnist", "config/d2.yaml"], regime=["capped", ""])
+    [judged] = markdown_tables(VT.verdict_markdown(table))
+    assert [(r["Snapshot"], r["Setting"]) for r in judged] == [("s-d2 (config/d2.yaml)", "d2, cnn"),
+                                                             ("s-fmnist", "fmnist, resnet32, capped")]
+    [judged] = markdown_tables(VT.verdict_markdown(table, link="docs/results"))
+    assert judged[0]["Snapshot"] == "[s-d2](docs/results/s-d2/) (config/d2.yaml)"
 
 
 # ----------------------------------------------------------------------------- statistics at their boundaries
@@ -821,15 +905,20 @@ def test_one_of_many_counts_in_words():
                                                "by chance (2.0 expected): one of many comparisons, not a finding")
 
 
-def test_the_headline_says_each_eligible_settings_words_and_the_hard_gain_it_excludes():
+def test_the_headline_has_a_line_per_judged_run_set_with_its_hard_class_word():
+    """Under the primary test's sentence (none declared: no gain of MR²'s own is claimed), one line per
+    judged run set: its dataset, CPU vendor, the hard-class word against untuned ERM with its Δ, the
+    controls' word where they ran, and its snapshot; a run set not judged has no line."""
     table = verdict_rows()
-    assert V.headline(table.assign(eligible=False)).startswith("No setting has earned a verdict word yet")
+    lines = VT.headline(table.assign(eligible=False)).splitlines()
+    assert "no gain of MR²'s own is claimed" in lines[0]
+    assert [line for line in lines if line.startswith("- ")] == [lines[-1]] and "No run set is judged yet" in lines[-1]
     table.loc[0, "hard_up"] = "equivalent"
-    table["hard_excluded_above"] = [0.63, math.nan]
-    text = V.headline(table).splitlines()
-    assert text[0].startswith("- fmnist, resnet32, 12 seeds, tuned: mr2. MR² raises the hard classes: "
-                              "**equivalent (no effect ≥ 1 point)** (+1.0 [+0.5, +1.5]); ")
-    assert "overall" not in text[0]  # a part not run is left out
-    assert text[0].endswith("A hard-class gain above +0.6 points over ERM is excluded (the upper end of the two "
-                            "one-sided tests' 90 % interval).")
-    assert "is excluded" not in text[1] and len(text) == 2
+    table.loc[1, ["eligible", "reason"]] = [False, "3 paired seeds (a verdict needs 10)"]
+    [line] = [line for line in VT.headline(table).splitlines() if line.startswith("- ")]
+    assert "fmnist" in line and "AMD" in line and line.endswith("s-fmnist")
+    assert "hard: **equivalent (no effect ≥ 1 point)**" in line and "+1.0 [+0.5, +1.5]" in line
+    assert "controls" not in line  # a part not run is left out
+    table.loc[0, "above_controls"] = "supported"
+    [line] = [line for line in VT.headline(table).splitlines() if line.startswith("- ")]
+    assert "tuned controls: **supported**" in line
