@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import pandas as pd
 import torch
@@ -18,8 +18,8 @@ from ..common.io import save_csv, writable_folder
 from ..common.kernels import cpu_model, cpu_vendor, kernel_settings
 from .data.cache import check_same_file
 
-if TYPE_CHECKING:
-    from .train import Runner
+#: a training run in progress (``mr2.engine.train.Runner``; not imported here, which train imports)
+Runner = Any
 
 CHECKPOINT = "checkpoint.pt"
 TIMINGS = "timings.csv"  # wall-clock seconds per epoch: beside the outputs, never one of them
