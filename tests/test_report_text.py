@@ -205,7 +205,7 @@ def test_findings_sentence_by_sentence_with_another_reference():
     assert lines[:5] == ["### dB", mr2_line,
                          "- The paper's claim (MR² raises hard-class accuracy without lowering easy-class accuracy, "
                          "and raises overall accuracy) is **not judged** here: 3 paired seeds (a verdict needs 10); "
-                         "convergence not checked. (the verdict table's row)", held_out, ablation]
+                         "convergence not checked (the verdict table's row).", held_out, ablation]
     focal_b = [line for line in lines[5:at] if line.startswith("- `focal` against BASE (3 seeds)")]
     assert len(focal_b) == 1 and lines[at - 1] == "" and lines[at - 2].startswith("- Baselines by outcome: ")
     assert f"hard classes {interval(change('focal', 'base', 'hard'))} (higher)" in focal_b[0]

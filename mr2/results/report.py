@@ -150,7 +150,7 @@ def findings(per_class: pd.DataFrame, runs: pd.DataFrame, groups: pd.DataFrame, 
             lines.append(
                 f"- The paper's claim ({name} raises hard-class accuracy without lowering easy-class accuracy, "
                 "and raises overall accuracy) is "
-                + (claim_sentence(row.iloc[0], effect_of_interest) + " (the verdict table's row)" if len(row)
+                + (claim_sentence(row.iloc[0], effect_of_interest).rstrip(".") + " (the verdict table's row)." if len(row)
                    else f"not judged by the verdict table (it judges MR²); part by part: {part_readings(v)}.")
             )
             lines += held_out_finding(held_out, dataset, reference, effect_of_interest, method)

@@ -106,6 +106,8 @@ def judged_rows(table: pd.DataFrame) -> pd.DataFrame:
     """The run sets (``one_row_per_run_set``) with their table-wide words (``with_table_holm``), in order."""
     if table.empty:
         return table
+    table = table.assign(**{c: table[c] if c in table else default for c, default in
+                            (("snapshot", ""), ("config", ""), ("identity", ""), ("cpu", "not recorded"))})
     return _ordered(with_table_holm(one_row_per_run_set(table)))
 
 
