@@ -206,7 +206,8 @@ def one_row_per_run_set(table: pd.DataFrame) -> pd.DataFrame:
     an identity (no per-seed table) stay as they are."""
     if table.empty or "identity" not in table or "snapshot" not in table:
         return table
-    keys = [table[k].astype(str) for k in ("data", "model", "regime", "cpu", "identity")]
+    keys = [table[k].astype(str) if k in table else pd.Series("", index=table.index)
+            for k in ("data", "model", "regime", "cpu", "identity")]
     group = pd.Series(list(zip(*keys)), index=table.index).where(table["identity"].astype(str).ne(""),
                                                                    pd.Series(table.index.map(str), index=table.index))
     rows = []
