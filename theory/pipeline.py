@@ -33,6 +33,7 @@ from mr2.common.runs import DEFAULT_VARIANT, RUN_KEYS, run_label
 from mr2.results.figures.sweeps import sweep_members
 from mr2.results.groups import class_names
 from mr2.results.html import escape_text
+from mr2.results.margin_text import RATIO_WORDS, _interval as margin_interval, _word as margin_word
 from mr2.results.plotting import class_axis, class_axis_width, display_name, method_colour, symbol, value_ticks
 from mr2.results.statistics import t_interval, verdict
 
@@ -300,6 +301,116 @@ def tightness_sentences(table: pd.DataFrame, method: str = "mr2", runs: pd.DataF
                  f"{ratio.max():.3f} times uniform γ's on the trained models' a_k (range over runs; at most 1 by the "
                  "power-mean inequality: a check of the computation, not of the paper's claim).")
     return lines
+
+
+# ----------------------------------------------------------------------------- Corollary 1 without Λ
+#: what ``mr2.results.statistics.verdict`` of a method's exponent e minus 1/3 says (γ_k ∝ a_k^e)
+EXPONENT_WORDS = {"higher": "steeper than Corollary 1's 1/3", "lower": "flatter than Corollary 1's 1/3"}
+#: what ``verdict`` of a method's complexity term over the reference's minus 1 says
+COMPLEXITY_WORDS = {"higher": "larger", "lower": "smaller"}
+
+
+def _seeds(part: pd.DataFrame) -> str:
+    n = part["seed"].nunique()
+    return f"{n} seed{'s' if n != 1 else ''}"
+
+
+def _group_ratio(per_class: pd.DataFrame, groups: pd.DataFrame, column: str) -> pd.Series:
+    """Per seed of one run's classes: the hard classes' mean ``column`` over the easy classes'."""
+    data = per_class.merge(groups[["dataset", "class", "group"]], on=["dataset", "class"])
+    means = data.groupby(["seed", "group"])[column].mean().unstack("group")
+    return (means["hard"] / means["easy"]).dropna() if {"hard", "easy"} <= set(means) else pd.Series(dtype=float)
+
+
+def corollary_sentences(terms: pd.DataFrame, per_class: pd.DataFrame, groups: pd.DataFrame,
+                        method: str = "mr2") -> list[str]:
+    """The answer to "do the trained margins follow Corollary 1, γ_k ∝ a_k^{1/3}?" from
+    ``theory.trained.margin_terms`` of a run set's per-class table (default variants), per dataset:
+    for each method whose margins differ between classes, the exponent e of γ_k ∝ a_k^e (mean over
+    seeds [95 % t-interval], its word against 1/3: "not shown" when 1/3 lies inside) and the largest
+    deviation from Corollary 1's γ on the final a_k; how far the equal margins of the other methods
+    lie from it; for ``method``, γ_max/γ_min beside a_max/a_min, and the hard classes' mean γ_k and
+    a_k over the easy classes' (per seed; "smaller" or "larger" only when the interval excludes 1)."""
+    terms = terms[terms["variant"] == DEFAULT_VARIANT]
+    if terms.empty:
+        return ["No default-variant run in the per-class table: nothing to say about the margins."]
+    lines = []
+    for dataset, part in terms.groupby("dataset", sort=False):
+        fitted, equal = [], []
+        for name, runs in part.groupby("method", sort=False):
+            if (runs["gamma_spread"] > 1 + 1e-9).any():
+                iv = t_interval(runs["exponent"])
+                word = verdict(iv["mean"] - 1 / 3, iv["lo"] - 1 / 3, iv["hi"] - 1 / 3)
+                word = EXPONENT_WORDS.get(word, "1/3 inside the interval" if word == "no clear difference" else word)
+                fitted.append(f"{display_name(name)} e = {margin_interval(runs['exponent'])} ({word}), every γ_k "
+                              f"within {100 * runs['deviation'].max():.2f} % of Corollary 1's")
+            else:
+                equal.append(f"{display_name(name)} (up to {100 * runs['deviation'].max():.1f} % off)")
+        lines.append(f"{dataset} ({_seeds(part)}): the final margins grow as γ_k ∝ a_k^e with "
+                     + ("; ".join(fitted) or "no method whose margins differ between classes")
+                     + " (e: least-squares slope of log γ_k on log a_k per run, mean over seeds [95 % t-interval]; "
+                     "Corollary 1's γ_k = c̄·K·a_k^{1/3}/Σ_j a_j^{1/3} on the final model's a_k at the run's c̄)"
+                     + (f"; equal margins, e = 0: {', '.join(equal)}." if equal else "."))
+        own = part[part["method"] == method]
+        if own.empty:
+            continue
+        lines.append(f"{dataset}: {display_name(method)}'s margins span γ_max/γ_min = "
+                     f"{margin_interval(own['gamma_spread'])} where a_k spans a_max/a_min = "
+                     f"{margin_interval(own['a_spread'])}: the cube root compresses the classes' spread.")
+        mine = per_class[(per_class["dataset"] == dataset) & (per_class["method"] == method)
+                         & (per_class["variant"] == DEFAULT_VARIANT)]
+        gamma, a = (_group_ratio(mine, groups, column) for column in ("gamma", "a"))
+        if len(gamma):
+            lines.append(f"{dataset}: the hard classes' mean γ_k is {margin_interval(gamma, digits=3)} times the "
+                         f"easy classes' (their a_k: {margin_interval(a, digits=3)} times; per-seed ratios): "
+                         f"{margin_word(gamma, RATIO_WORDS, 'larger or not', null=1.0)}.")
+    return lines
+
+
+def complexity_sentences(terms: pd.DataFrame, reference: str = "erm") -> list[str]:
+    """What a run set's per-class table says of Proposition 1's complexity term without Λ
+    (``theory.trained.margin_terms``, default variants), per dataset: each method's term over
+    ``reference``'s at equal Λ and N, sqrt(Σ a_k/γ_k² ÷ the reference's), per seed [95 % t-interval]
+    with its c̄; and Corollary 1's γ against uniform γ at the same c̄ (range over runs)."""
+    terms = terms[terms["variant"] == DEFAULT_VARIANT]
+    lines = []
+    for dataset, part in terms.groupby("dataset", sort=False):
+        sums = part.pivot_table(index="seed", columns="method", values="margin_sum", sort=False)
+        c_bars = part.groupby("method", sort=False)["c_bar"].mean()
+        if reference in sums:
+            ratios = [(name, np.sqrt(sums[name] / sums[reference]).dropna()) for name in sums if name != reference]
+            said = [f"{display_name(name)} (c̄ = {c_bars[name]:.3g}) {margin_interval(r, digits=2)}, "
+                    f"{margin_word(r, COMPLEXITY_WORDS, 'larger or smaller', null=1.0)}" for name, r in ratios]
+            lines.append(f"{dataset} ({_seeds(part)}): at equal Λ and N, the complexity term over "
+                         f"{display_name(reference)}'s (c̄ = {c_bars[reference]:.3g}) is " + "; ".join(said)
+                         + " (sqrt of the ratio of Σ_k a_k/γ_k², per seed [95 % t-interval]).")
+        ratio = part["complexity_ratio"]
+        lines.append(f"{dataset}: at an equal mean margin, Corollary 1's γ gives a complexity term {ratio.min():.3f} "
+                     f"to {ratio.max():.3f} times uniform γ's on the final models' a_k (range over runs; at most 1 by "
+                     "the power-mean inequality).")
+    return lines
+
+
+def plot_margin_fit(normalised: pd.DataFrame, variant: str = DEFAULT_VARIANT):
+    """Every run's γ_k/c̄ against a_k^{1/3}/mean_j a_j^{1/3} (``theory.trained.normalised_margins``), a
+    panel per dataset, a colour per method (``variant`` only): Corollary 1's γ lie on the diagonal,
+    equal margins on the line y = 1. Returns the matplotlib figure."""
+    import matplotlib.pyplot as plt
+
+    data = normalised[normalised["variant"] == variant]
+    datasets = list(data["dataset"].unique()) or ["(no runs)"]
+    fig, axes = plt.subplots(1, len(datasets), figsize=(4.6 * len(datasets) + 1.6, 3.8), squeeze=False)
+    for ax, dataset in zip(axes.flat, datasets):
+        part = data[data["dataset"] == dataset]
+        for name, runs in part.groupby("method", sort=False):
+            ax.scatter(runs["x"], runs["y"], s=12, alpha=0.6, color=method_colour(name), label=display_name(name))
+        ends = [min(part["x"].min(), part["y"].min()), max(part["x"].max(), part["y"].max())] if len(part) else [0.9, 1.1]
+        ax.plot(ends, ends, color="black", linestyle="--", linewidth=0.8, label=r"Corollary 1: $\gamma_k \propto a_k^{1/3}$")
+        ax.axhline(1.0, color="0.5", linestyle=":", linewidth=0.8, label="equal margins")
+        ax.set(title=dataset, xlabel=r"$a_k^{1/3}$ / mean$_j\, a_j^{1/3}$", ylabel=r"$\gamma_k$ / mean$_j\, \gamma_j$")
+    axes.flat[-1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig
 
 
 def _number(x: float) -> str:
