@@ -22,6 +22,8 @@ from mr2.pipeline import runs as plan
 from mr2.pipeline.config import CONFIG_SCHEMA, PipelineConfigError, checked, load_schemas
 from mr2.results import tuning as T
 
+from test_pipeline_logic import first_trial_chosen
+
 SCHEMAS = load_schemas(REPO / "workflow" / "schemas")
 SCHEMA = SCHEMAS[CONFIG_SCHEMA]
 TAUS = [0.05, 0.3, 1.0, 1.7, 4.0]
@@ -209,8 +211,7 @@ def test_a_trial_and_the_final_runs_put_a_searched_recipe_into_train_not_into_th
     assert trial["method"]["options"] == {} and trial["train"]["epochs"] == 20  # the rest of the recipe kept
     assert trial["tags"]["searched"] == ["train.lr", "train.weight_decay"]
     chosen = lambda dataset: {"methods": {"erm_tuned": {"train.lr": 0.02, "train.weight_decay": 1e-4},  # noqa: E731
-                                          "ce_temperature": {"tau": 0.4}, "mr2": {"c_bar": 0.7, "lam": 0.2},
-                                          "ldam": {"max_margin": 0.3, "s": 5.0}}}
+                                          "ce_temperature": {"tau": 0.4}, "mr2": {"c_bar": 0.7, "lam": 0.2}}}
     final = plan.run_config(config, SCHEMA, "fashion_mnist", "erm_tuned", "default", 0, chosen)
     assert (final["train"]["lr"], final["train"]["weight_decay"], final["method"]["options"]) == (0.02, 1e-4, {})
     check = plan.run_config(config, SCHEMA, "fashion_mnist.x4", "erm_tuned", "default", 0, chosen)
@@ -286,8 +287,7 @@ def test_a_follow_that_cannot_hold_is_refused_naming_its_key(change, message):
 def test_under_variance_split_each_seed_draws_its_own_data_and_the_seeds_share_one_folder():
     config = controls()
     assert plan.split_varies(config)
-    chosen = lambda dataset: {"methods": {m: trial_options(s, 8, 0, m)[0]  # noqa: E731
-                                          for m, s in config["tune"]["space"].items()}}
+    chosen = first_trial_chosen(config)
     for method, variant, seeds in [("erm", "default", [0, 1, 15]), ("mr2", "default", [0, 7]), ("mr2", "trial2", [100])]:
         folder = plan.run_hash(config, SCHEMA, "fashion_mnist", method, variant, chosen)
         for seed in seeds:
@@ -337,8 +337,9 @@ def test_a_split_seed_fixed_beside_variance_split_is_refused_naming_the_key(wher
 def test_method_seeds_add_exactly_the_listed_convergence_runs():
     config = controls()
     check = {(r["method"], r["seed"]) for r in plan.runs(config) if r["dataset"] == "fashion_mnist.x4"}
-    assert check == {(m, s) for m in ("mr2", "ce_temperature", "erm_tuned") for s in range(5)} | \
-        {(m, s) for m in ("erm", "ldam") for s in range(3)}
+    own = ("mr2", "ce_temperature", "erm_tuned")  # the primary test's methods, 5 seeds; the others 3
+    assert check == {(m, s) for m in own for s in range(5)} | \
+        {(m, s) for m in config["methods"] if m not in own for s in range(3)}
     plain = controls(convergence={"factor": 4, "seeds": [0, 1, 2]})
     assert len(plan.runs(config)) - len(plan.runs(plain)) == 3 * 2
     with pytest.raises(PipelineConfigError, match=r"config key 'convergence\.method_seeds\.focal': method 'focal' "
