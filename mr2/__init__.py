@@ -18,4 +18,9 @@ __version__ = "0.1.0"
 
 from mr2.common.kernels import pin_cpu_kernels
 
-pin_cpu_kernels()  # before torch's first operator: the same numbers on every x86-64 host
+try:
+    pin_cpu_kernels()  # before torch's first operator: the same numbers on every x86-64 host
+except ValueError as exc:  # a bad MR2_CPU_ISA: the command line says so in one line (mr2.cli), the engine
+    KERNEL_ERROR: ValueError | None = exc  # refuses to load (mr2.engine)
+else:
+    KERNEL_ERROR = None

@@ -223,8 +223,12 @@ def effect_option(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from . import KERNEL_ERROR
     from .common.io import DiskFullError, os_error_line
 
+    if KERNEL_ERROR is not None:  # MR2_CPU_ISA is neither avx2 nor native: bad input, before anything runs
+        print(f"error: {one_line(KERNEL_ERROR)}", file=sys.stderr)
+        return 2
     args = parser().parse_args(argv)
     try:
         if args.step == "on-gpus":

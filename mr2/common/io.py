@@ -96,6 +96,37 @@ def config_digest(config: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def load_json_file(path: str | os.PathLike):
+    """The JSON in file ``path``; a missing file, or one that is not JSON (cut short, damaged), is one
+    line naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {path}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path} is not valid JSON ({' '.join(str(exc).split())}): damaged or cut short") from None
+
+
+MISSING, DIFFERS = "missing", "differs"
+
+
+def compare_stated(stated: Any, other: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """Where a config ``other`` does not hold what the nested mapping ``stated`` states: (dotted key,
+    ``MISSING``) for a key ``other`` lacks (not looked into further), (dotted key, ``DIFFERS``) for a
+    value it holds otherwise; keys ``stated`` leaves out are not compared."""
+    out: list[tuple[str, str]] = []
+    for key, value in stated.items():
+        path = f"{prefix}{key}"
+        if not isinstance(other, dict) or key not in other:
+            out.append((path, MISSING))
+        elif isinstance(value, dict) and isinstance(other[key], dict):
+            out.extend(compare_stated(value, other[key], path + "."))
+        elif value != other[key]:
+            out.append((path, DIFFERS))
+    return out
+
+
 def check_built_from(path: str | os.PathLike, digest: str) -> None:
     """The pipeline config recorded at ``path`` (``pipeline_config.json``, JSON) must be the one whose
     ``config_digest`` is ``digest``: the outputs under an output root are built from one config. A
@@ -104,11 +135,7 @@ def check_built_from(path: str | os.PathLike, digest: str) -> None:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path} (the pipeline config the results are built from)")
-    try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path} is not valid JSON ({' '.join(str(exc).split())})") from None
-    found = config_digest(recorded)
+    found = config_digest(load_json_file(path))
     if found != digest:
         raise ValueError(f"{path} records another pipeline config (digest {found[:12]}) than this run's "
                          f"({digest[:12]}): the tables, figures and report under {path.parent} would mix two "
@@ -227,18 +254,32 @@ def block_lines(text: str, begin: str, end: str, where: str = "the README") -> t
     return starts[0], stops[0]
 
 
+#: a marker line of a generated block (``<!-- results:default -->``, ``<!-- /verdicts -->``)
+MARKER_LINE = re.compile(r"<!-- /?[A-Za-z][\w:.-]* -->")
+
+
+def check_no_marker_lines(body: str, what: str) -> None:
+    """A ``ValueError`` naming ``what`` when ``body`` holds a line that is a block's marker (any
+    ``MARKER_LINE``): pasted into a page, the next update would take it for a block's edge."""
+    found = [line.rstrip() for line in body.split("\n") if MARKER_LINE.fullmatch(line.strip())]
+    if found:
+        raise ValueError(f"{what} holds the marker line {found[0]} (a generated block's edge): remove it; "
+                         "nothing was written")
+
+
 def fill_block_lines(text: str, begin: str, end: str, body: str | None, where: str = "the README") -> str:
     """``text`` with the lines between the marker lines ``begin`` and ``end`` (``block_lines``)
     replaced by ``body``, or with ``body`` None the block removed, its marker lines too; every line
     outside the block is kept byte for byte. A ``ValueError`` naming ``where`` when there is no such
-    block, or when ``body`` holds a marker line of its own (the next update would take it for the
-    block's edge)."""
+    block, or when ``body`` holds a marker line, its own or another block's (``check_no_marker_lines``:
+    the next update would take it for a block's edge)."""
     found = block_lines(text, begin, end, where)
     if found is None:
         raise ValueError(f"{where} has no block {begin} ... {end} to fill (each marker on a line of its own)")
     new = [] if body is None else body.strip("\n").split("\n")
     if {begin, end} & {line.rstrip() for line in new}:
         raise ValueError(f"the new contents of {where}'s block {begin} hold one of its marker lines")
+    check_no_marker_lines("\n".join(new), f"the new contents of {where}'s block {begin}")
     lines = text.splitlines(keepends=True)
     first, last = found
     inside = [lines[first], *(line + "\n" for line in new), lines[last]] if body is not None else []

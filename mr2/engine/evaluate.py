@@ -10,8 +10,9 @@
                   bound of Proposition 1 needs (training error, training margin
                   cross-entropy with the trained γ, classifier weight norms, N; the norms
                   of the head's affine map [W b] (``affine_map``) and whether it has a bias)
-Every file carries the run's keys (dataset, method, variant, seed) and the resolved config
-travels in ``metrics.json``. The prepared file must be the one the run was trained on
+Every file carries the run's keys (dataset, method, variant, seed) and the split it measured
+(``split``: ``test``, or ``val`` for the tuning stage), and the resolved config travels in
+``metrics.json``. The prepared file must be the one the run was trained on
 (``load_run`` checks the checksum recorded in ``model.pt``).
 """
 
@@ -93,8 +94,10 @@ SPLITS = ("test", "val")  # what ``evaluate`` may measure: the test set, or the 
 
 def write_evaluation(keys: dict[str, Any], table: pd.DataFrame, counts: np.ndarray, metrics: dict[str, Any],
                      out: Path) -> dict[str, Any]:
-    """Save an evaluation into ``out``: per_class.csv (``table`` led by the run's ``keys``),
-    confusion.csv (the K×K ``counts``, true class by row, tidy) and metrics.json; returns ``metrics``."""
+    """Save an evaluation into ``out``: per_class.csv (``table`` led by the run's ``keys`` and the split
+    measured, ``metrics["split"]``), confusion.csv (the K×K ``counts``, true class by row, tidy) and
+    metrics.json; returns ``metrics``."""
+    table.insert(0, "split", metrics["split"])
     for key, value in reversed(keys.items()):
         table.insert(0, key, value)
     k = len(counts)
@@ -115,7 +118,7 @@ def failed_evaluation(cfg: dict[str, Any], data, split: str, out: Path) -> dict[
     keys = run_keys(cfg)
     table = pd.DataFrame({"class": np.arange(k), "class_name": data.info.class_names,
                           f"n_{split}": torch.bincount(y, minlength=k).cpu().numpy(), "accuracy": np.zeros(k)})
-    metrics = {**keys, "top1": 0.0, "mean_class_acc": 0.0, "worst_class_acc": 0.0, f"n_{split}": len(y),
+    metrics = {**keys, "split": split, "top1": 0.0, "mean_class_acc": 0.0, "worst_class_acc": 0.0, f"n_{split}": len(y),
                "num_classes": k, "diverged": cfg["diverged"]["epoch"], "config": cfg}
     return write_evaluation(keys, table, np.zeros((k, k), dtype=int), metrics, out)
 
@@ -173,6 +176,7 @@ def evaluate(run_dir: str | Path, data_path: str | Path, out_dir: str | Path, de
     seen = ~acc.isnan()
     metrics = {
         **keys,
+        "split": split,  # what the results layer checks: `aggregate` tables test scores, `tune` validation's
         "top1": (pred == y_test).float().mean().item(),
         "mean_class_acc": acc[seen].mean().item(),
         "worst_class_acc": acc[seen].min().item(),

@@ -30,7 +30,8 @@ from typing import Sequence
 
 import pandas as pd
 
-from ..common.io import block_lines, fill_block_lines, save_csv, save_text
+from ..common.io import (block_lines, check_no_marker_lines, compare_stated, fill_block_lines, load_json_file,
+                         load_yaml_file, save_csv, save_text)
 from ..common.runs import check_safe_name
 from .tables import results_markdown
 from .verdict_text import update_verdicts
@@ -47,7 +48,7 @@ EVIDENCE = {"per_class.csv": ["dataset", "method", "variant", "seed", "class", "
                               "gamma", "a", "mean_sq_norm", "spread"],
             "groups.csv": ["dataset", "class", "group"]}
 #: what a tuning stage leaves beside the tables (``<tables>/../tune/<dataset>/``), kept under ``tune/<dataset>/``
-TUNE_FILES = ("tuning.csv", "chosen.yaml", "budget.csv", "tuning.md", "tuning.png")
+TUNE_FILES = ("tuning.csv", "chosen.yaml", "budget.csv", "tuning.md", "tuning.png", "reference_groups.csv")
 
 
 def markers(name: str, kind: str) -> tuple[str, str]:
@@ -147,16 +148,38 @@ def snapshot_markdown(csv: str | Path, reference: str = "erm") -> str:
     return results_markdown(pd.read_csv(csv), reference=reference)
 
 
-def keep_tuning(source: Path, target: Path) -> None:
-    """Copy each dataset's tuning record (``TUNE_FILES`` of ``<source>/<dataset>/``) to
-    ``<target>/<dataset>/``; a target left from an earlier snapshot goes when the run tuned nothing."""
+def regular_file(path: Path) -> Path:
+    """``path``, a regular file and no symbolic link (a link in a received results folder, e.g. to
+    /etc/hostname, would copy its target into the repository); a ``ValueError`` naming it otherwise."""
+    if path.is_symlink() or not path.is_file():
+        raise ValueError(f"{path} is {'a symbolic link' if path.is_symlink() else 'not a regular file'}: a snapshot "
+                         "copies only the files the run wrote; nothing was written")
+    return path
+
+
+def tuning_files(source: Path) -> list[tuple[str, Path]]:
+    """(dataset, file) of each dataset's tuning record under ``source`` (``TUNE_FILES`` of
+    ``<source>/<dataset>/``), every one a regular file (``regular_file``): a link is refused."""
+    if not source.is_dir():
+        return []
+    found = []
+    for dataset in sorted(source.iterdir()):
+        if dataset.is_symlink():
+            regular_file(dataset)
+        if dataset.is_dir():
+            found += [(dataset.name, regular_file(dataset / file)) for file in TUNE_FILES
+                      if (dataset / file).exists() or (dataset / file).is_symlink()]
+    return found
+
+
+def keep_tuning(files: list[tuple[str, Path]], target: Path) -> None:
+    """Copy each dataset's tuning record (``tuning_files``) to ``<target>/<dataset>/``; a target left
+    from an earlier snapshot goes when the run tuned nothing."""
     if target.is_dir():
         shutil.rmtree(target)
-    for dataset in sorted(p for p in source.iterdir() if p.is_dir()) if source.is_dir() else []:
-        (target / dataset.name).mkdir(parents=True, exist_ok=True)
-        for file in TUNE_FILES:
-            if (dataset / file).is_file():
-                shutil.copyfile(dataset / file, target / dataset.name / file)
+    for dataset, file in files:
+        (target / dataset).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(file, target / dataset / file.name)
 
 
 RESULTS_PAGE = Path("docs") / "results.md"  # the page of every snapshot's blocks (the README shows the verdict)
@@ -167,6 +190,24 @@ def repository_root(page: str | Path) -> Path:
     one above it when the page lies in a ``docs`` folder (``docs/results.md``, the default page)."""
     folder = Path(page).parent
     return folder.parent if folder.name == "docs" else folder
+
+
+def check_config(config: str | None, tables: Path) -> None:
+    """``config``, a config file given as the one the run was made with, must state nothing that the
+    run's recorded pipeline config (``<tables>/../pipeline_config.json``) does not hold; a
+    ``ValueError`` naming both files and the keys otherwise. A name that is no file, or tables without
+    the record, cannot be checked and pass."""
+    recorded = tables.parent / "pipeline_config.json"
+    if config is None or not Path(config).is_file() or not recorded.is_file():
+        return
+    stated = load_yaml_file(config) or {}
+    if not isinstance(stated, dict):
+        raise ValueError(f"--config {config} is not a config (a mapping of keys)")
+    keys = sorted(key for key, _ in compare_stated(stated, load_json_file(recorded)))
+    if keys:
+        raise ValueError(f"--config {config} is not the config {tables} was made with: {recorded} records other "
+                         f"values of {', '.join(keys[:6])}{' ...' if len(keys) > 6 else ''}; give the config the run "
+                         "was made with")
 
 
 def update_readme(tables: str | Path, name: str, readme: str | Path = RESULTS_PAGE, root: str | Path = ".",
@@ -181,7 +222,9 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = RESULTS_PA
     figures copied with their captions into the snapshot and shown in the blocks
     ``figure:<name>.<stem>`` (``report_figure``). An excerpt or a figure of an earlier snapshot of
     ``name`` that this one does not give again is removed with its README block (``log`` says which),
-    so no text of an earlier run stands under the new table. Returns the snapshot folder."""
+    so no text of an earlier run stands under the new table. Everything is checked before anything
+    is written: ``config`` against the run's record (``check_config``), every file copied a regular
+    file (``regular_file``), the table holding no block marker line. Returns the snapshot folder."""
     for what, value in [("snapshot name", name), *(("figure", stem) for stem in figures)]:
         check_safe_name(what, value)  # a folder under docs/results and file stems: never '..' or a path
     readme, tables = Path(readme), Path(tables)
@@ -190,6 +233,12 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = RESULTS_PA
     missing = [str(tables / file) for file in REQUIRED if not (tables / file).is_file()]
     if missing:
         raise FileNotFoundError(f"{', '.join(missing)} not found; run the pipeline's results_table step first")
+    check_config(config, tables)
+    for file in REQUIRED + OPTIONAL + tuple(EVIDENCE):  # what is copied or read into the snapshot
+        if (tables / file).exists() or (tables / file).is_symlink():
+            regular_file(tables / file)
+    tuned = tuning_files(tables.parent / "tune")
+    check_no_marker_lines((tables / "results.md").read_text(encoding="utf-8"), str(tables / "results.md"))
     folder = Path(root) / SNAPSHOTS / name
     excerpt, pictures = None, {}
     if sections or figures:
@@ -232,7 +281,7 @@ def update_readme(tables: str | Path, name: str, readme: str | Path = RESULTS_PA
             save_csv(frame[[c for c in columns if c in frame]], folder / file)
         elif (folder / file).is_file():
             (folder / file).unlink()
-    keep_tuning(tables.parent / "tune", folder / "tune")
+    keep_tuning(tuned, folder / "tune")
     if (folder / "settings.csv").is_file():
         settings = pd.read_csv(folder / "settings.csv", keep_default_na=False)
         save_csv(settings.assign(config=config or name), folder / "settings.csv")

@@ -125,7 +125,8 @@ def read_run(run_dir: str | Path, eval_subdir: str = EVAL_SUBDIR) -> dict[str, p
 def aggregate(run_dirs: Iterable[str | Path], eval_subdir: str = EVAL_SUBDIR) -> dict[str, pd.DataFrame]:
     """Tidy tables ``per_class``, ``runs`` and ``epochs`` of all ``run_dirs`` (see module docstring).
 
-    Two directories with the same run keys are an error naming both.
+    Two directories with the same run keys are an error naming both; so are runs of two CPU vendors
+    (``check_one_vendor``).
     """
     parts = [read_run(d, eval_subdir) for d in run_dirs]
     if not parts:
@@ -135,7 +136,26 @@ def aggregate(run_dirs: Iterable[str | Path], eval_subdir: str = EVAL_SUBDIR) ->
     if len(dup):
         same = ", ".join(f"{k}={v}" for k, v in dup.iloc[0][RUN_KEYS].items())
         raise ValueError(f"runs with the same keys ({same}): {list(dup['run_dir'])}")
+    check_one_vendor(tables["runs"])
     return tables
+
+
+VENDOR = "config.conditions.cpu_vendor"  # where a run's config.yaml records its CPU's vendor (on CPU)
+
+
+def check_one_vendor(runs: pd.DataFrame) -> None:
+    """Runs of one table, or of one pair, come from one CPU vendor: Intel and AMD CPUs give other
+    numbers for the same run (docs/security.md), so runs whose ``conditions.cpu_vendor`` differ are
+    an error naming two of them and their vendors. Runs that record none (older, or on a GPU) pass."""
+    if VENDOR not in runs:
+        return
+    known = runs[runs[VENDOR].notna()]
+    if known[VENDOR].nunique() > 1:
+        first = known.iloc[0]
+        other = known[known[VENDOR] != first[VENDOR]].iloc[0]
+        raise ValueError(f"runs of two CPU vendors would be tabled together: {first['run_dir']} ran on "
+                         f"{first[VENDOR]}, {other['run_dir']} on {other[VENDOR]}; their numbers differ, so aggregate "
+                         "each vendor's runs on its own (another output_root)")
 
 
 def results_folder(override: str | Path | None = None, start: str | Path | None = None) -> Path:

@@ -42,6 +42,10 @@ ROOT = source_root()
 REPO = str(ROOT)
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
+from mr2 import KERNEL_ERROR
+
+if KERNEL_ERROR is not None:  # MR2_CPU_ISA neither avx2 nor native: refused before any job
+    raise KERNEL_ERROR
 from mr2.pipeline import paths
 from mr2.pipeline import runs as plan
 from mr2.pipeline.config import CONFIG_SCHEMA, SAFE_NAME, checked, known_methods, load_schemas

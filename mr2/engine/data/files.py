@@ -234,8 +234,10 @@ def same_bytes(first: list[str], second: list[str]) -> tuple[str, str] | None:
 
 
 def image_folder_dirs(root: Path) -> tuple[Path, Path]:
-    """``root/train`` and the evaluation folder ``root/val`` (else ``root/test``) of an image-folder
-    set; a ``FileNotFoundError`` naming the layout when either is missing."""
+    """``root/train`` and the evaluation folder (the test split) ``root/val`` or ``root/test`` of an
+    image-folder set; a ``FileNotFoundError`` naming the layout when either is missing. A root with
+    both is a ``ValueError``: which one is the test split would be a guess (and settings picked on
+    ``val/`` must never be scored on it), so the user keeps one."""
     root = Path(root)
     train_dir = root / "train"
     if not train_dir.is_dir():
@@ -243,7 +245,13 @@ def image_folder_dirs(root: Path) -> tuple[Path, Path]:
             f"image folder dataset not found: expected {train_dir}/<class>/<images> and "
             f"{root}/val/<class>/<images> (or {root}/test/...)"
         )
-    eval_dir = next((root / s for s in ("val", "test") if (root / s).is_dir()), None)
+    found = [root / s for s in ("val", "test") if (root / s).is_dir()]
+    if len(found) == 2:
+        raise ValueError(f"image folder {root} has both val/ and test/: which is the test split is ambiguous; keep "
+                         f"test/ as the test split and merge {root}/val into {root}/train (the validation split is "
+                         "drawn from train/ by data.val_fraction or data.val_cap), or point data.root at a folder "
+                         "with one of them")
+    eval_dir = found[0] if found else None
     if eval_dir is None:
         raise FileNotFoundError(f"image folder {root}: no evaluation folder, expected {root}/val or {root}/test")
     return train_dir, eval_dir
