@@ -10,6 +10,7 @@ import zlib
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import matplotlib.category
 import matplotlib.mathtext
 import matplotlib.pyplot as plt
 import matplotlib.text
@@ -37,6 +38,12 @@ DISPLAY_NAMES = {
     "lff": "LfF",
 }
 ANNOTATE_MAX = 20  # name the points of a scatter of classes, or the ends of lines, up to this many
+#: adjustText's steps to move names apart: a fixed number and no time limit, so a figure's bytes never
+#: depend on the machine's speed or load (adjustText stops earlier once no name overlaps)
+NAME_STEPS = 500
+#: the characters that reorder the text around them (bidirectional controls: U+202E draws "gnp.exe"
+#: as "exe.png"); in a figure each is shown as its code point, <U+202E>
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 MANY_LABELS = 30  # above this many class names along x, a smaller font
 
 
@@ -64,6 +71,52 @@ def method_colour(method: str, variant: str = DEFAULT_VARIANT) -> str:
     return FALLBACK_COLOURS[zlib.crc32(run_label(method, variant).encode()) % len(FALLBACK_COLOURS)]
 
 
+def visible(text: str) -> str:
+    """``text`` with every bidirectional control character written as its code point (``<U+202E>``), so
+    a name from the data is drawn in the order of its characters."""
+    return "".join(f"<U+{ord(c):04X}>" if c in BIDI_CONTROLS else c for c in str(text))
+
+
+class VisibleLabels(matplotlib.ticker.Formatter):
+    """A tick formatter that writes what ``inner`` writes, through ``visible``."""
+
+    def __init__(self, inner: matplotlib.ticker.Formatter):
+        self.inner = inner
+
+    def __call__(self, x, pos=None):
+        return visible(self.inner(x, pos))
+
+    def format_ticks(self, values):
+        return [visible(label) for label in self.inner.format_ticks(values)]
+
+    def set_axis(self, axis):
+        super().set_axis(axis)
+        self.inner.set_axis(axis)
+
+    def set_locs(self, locs):
+        self.inner.set_locs(locs)
+
+    def get_offset(self):
+        return visible(self.inner.get_offset())
+
+
+#: the tick formatters whose labels come from the data (a list of names, a category's)
+DATA_LABELS = (matplotlib.ticker.FixedFormatter, matplotlib.ticker.FuncFormatter,
+               matplotlib.category.StrCategoryFormatter)
+
+
+def visible_controls(fig: plt.Figure) -> None:
+    """``visible`` applied to every text of ``fig``: titles, labels, legends, names, and the tick labels
+    of every axis labelled from the data (``DATA_LABELS``, each drawn through ``VisibleLabels``)."""
+    for text in fig.findobj(matplotlib.text.Text):
+        if BIDI_CONTROLS & set(text.get_text()):
+            text.set_text(visible(text.get_text()))
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if isinstance(axis.get_major_formatter(), DATA_LABELS):
+                axis.set_major_formatter(VisibleLabels(axis.get_major_formatter()))
+
+
 def literal_where_math_fails(fig: plt.Figure) -> None:
     """Draw literally every text of ``fig`` whose math-text does not parse: a title, label or legend
     entry holding a name from the data with a ``$`` (``$\\frac{``, a lone ``$``) would otherwise stop
@@ -80,15 +133,20 @@ def literal_where_math_fails(fig: plt.Figure) -> None:
 def save_figure(fig: plt.Figure, stem: str | Path, dpi: int = FIGURE_DPI) -> list[Path]:
     """Write ``fig`` as ``<stem>.png`` and ``<stem>.pdf`` (each atomically, cropped to what is drawn,
     legends outside the axes included) and close it; returns the two paths. Texts whose math-text
-    does not parse are drawn literally (``literal_where_math_fails``)."""
+    does not parse are drawn literally (``literal_where_math_fails``), bidirectional controls as their
+    code points (``visible_controls``). The same figure gives the same bytes: the PDF carries no
+    creation date."""
     stem = Path(stem)
     paths = [stem.with_name(stem.name + ".png"), stem.with_name(stem.name + ".pdf")]
     try:
         literal_where_math_fails(fig)
+        visible_controls(fig)
         fig.tight_layout()
         for path in paths:
+            fmt = path.suffix[1:]
             with atomic_path(path) as tmp:
-                fig.savefig(tmp, format=path.suffix[1:], dpi=dpi, bbox_inches="tight")
+                fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight",
+                            metadata={"CreationDate": None} if fmt == "pdf" else None)
     finally:
         plt.close(fig)
     return paths
@@ -111,7 +169,7 @@ def class_axis(ax: plt.Axes, names: Sequence[str], groups: Sequence[str] | None 
     shade each run of equal easy/medium/hard group and name it above the axes."""
     pos = np.arange(len(names))
     ax.set_xticks(pos)
-    ax.set_xticklabels(list(map(str, names)), rotation=90 if len(names) > 6 else 30,
+    ax.set_xticklabels([visible(name) for name in names], rotation=90 if len(names) > 6 else 30,
                        ha="center" if len(names) > 6 else "right",
                        fontsize=LABEL_FONT if len(names) <= MANY_LABELS else MANY_LABELS_FONT,
                        parse_math=False)  # class names are data: `$` is a dollar, never math-text
@@ -135,8 +193,8 @@ def class_axis_width(k: int) -> float:
 
 def name_points(ax: plt.Axes, x, y, names: Sequence[str]) -> list:
     """Write each class's name beside its point, when there are at most ``ANNOTATE_MAX``, moved apart
-    by adjustText so that no two names and no name and point overlap (a thin line joins a moved name
-    to its point). Points crowded at an edge of the axes leave the names no room inside it, so while
+    by adjustText (``NAME_STEPS`` steps at most, never a time limit) so that no two names and no name
+    and point overlap (a thin line joins a moved name to its point). Points crowded at an edge of the axes leave the names no room inside it, so while
     two names still overlap the axes are widened (10 % more margin each try, at most 4 tries) and
     the names placed again. Returns the texts."""
     if len(names) > ANNOTATE_MAX or not len(names):
@@ -151,9 +209,10 @@ def name_points(ax: plt.Axes, x, y, names: Sequence[str]) -> list:
         if attempt:
             ax.margins(x=0.05 + 0.1 * attempt, y=0.05 + 0.1 * attempt)
             ax.autoscale_view()
-        texts = [ax.text(xi, yi, str(name), fontsize=NAME_FONT, parse_math=False) for xi, yi, name in zip(x, y, names)]
+        texts = [ax.text(xi, yi, visible(name), fontsize=NAME_FONT, parse_math=False) for xi, yi, name in zip(x, y, names)]
         ax.figure.canvas.draw()  # the layout adjustText measures
-        _, lines = adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.4), arrowprops=NAME_JOIN)
+        _, lines = adjust_text(texts, x=x, y=y, ax=ax, expand=(1.2, 1.4), arrowprops=NAME_JOIN, iter_lim=NAME_STEPS,
+                               time_lim=None)
         if not overlapping_texts(texts):
             break
         drawn = list(lines) + texts
@@ -190,7 +249,7 @@ def end_labels(ax: plt.Axes, x: float, ys: Sequence[float], names: Sequence[str]
     x0 = ax.get_xlim()[0]
     pad = 0.04 * (x - x0) + 0.05
     for y_line, y_text, k in zip(ys[order], placed, order):
-        ax.annotate(str(names[k]), (x, y_line), xytext=(x + pad, y_text), textcoords="data", fontsize=NAME_FONT,
+        ax.annotate(visible(names[k]), (x, y_line), xytext=(x + pad, y_text), textcoords="data", fontsize=NAME_FONT,
                     color=colours[k], va="center", parse_math=False, ha="left", annotation_clip=False,
                     arrowprops=END_JOIN)
     ax.set_xlim(x0, x + 0.3 * (x - x0) + 0.4)  # room for the names
