@@ -3,32 +3,44 @@
 # slurm-wlm and munge, no accounting (no slurmdbd), a fake GPU (a gres without a device), all of it under
 # $MR2_SLURM_DIR (default /tmp/mr2-slurm-check) on its own ports and munge socket, stopped on exit.
 #   sudo bash scripts/slurm_check.sh [config/smoke.yaml]
-# It runs the config once locally and once through the profile, compares every CSV of the two results
-# folders file by file (byte for byte), lists what each cluster job asked SLURM for (partition, CPUs,
-# memory, GPU) next to what it used (its benchmark's max_rss), and sends one training job that declares
+# It runs the config once locally and once through the profile, compares the two results folders file
+# by file, byte for byte (every CSV, model.pt, metrics.json, the figures, the report and its page),
+# lists what each cluster job asked SLURM for (partition, CPUs, memory, GPU) next to what it used (its
+# benchmark's max_rss), and sends one training job that declares
 # a GPU (`--config gpus=1 device=cpu`, another output root) to check it, alone, queues on the gpu partition.
 # Not in CI: it needs root, the Debian packages (installed when missing) and minutes of CPU. Its report
 # is $MR2_SLURM_DIR/report.txt. MR2_SLURM_LOCAL=<dir> reuses a finished local run of the same config.
+# $MR2_SLURM_DIR is this script's own scratch folder: one it made before (it holds the file
+# .mr2-slurm-check) is emptied and reused; a folder holding anything else is refused, never deleted.
+# Every check comes before anything is installed, deleted or started.
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 # shellcheck source=env.sh
 source "$REPO/scripts/env.sh"
 CONFIG="$(cd "$REPO" && realpath "${1:-config/smoke.yaml}")"
-DIR="${MR2_SLURM_DIR:-/tmp/mr2-slurm-check}"
+DIR="$(realpath -m -- "${MR2_SLURM_DIR:-/tmp/mr2-slurm-check}")"
+MARK="$DIR/.mr2-slurm-check"
 REPORT="$DIR/report.txt"
 [ "$(id -u)" = 0 ] || { echo "slurm_check: needs root (it starts munged, slurmctld and slurmd)" >&2; exit 2; }
-if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge
+[[ "$DIR" =~ ^/[A-Za-z0-9_./-]+$ ]] && [ "$DIR" != / ] || {
+    echo "slurm_check: MR2_SLURM_DIR=$DIR: letters, digits and _ . - / only (slurm.conf holds it unquoted)" >&2; exit 2; }
+if [ -e "$DIR" ] && [ ! -f "$MARK" ] && [ -n "$(ls -A -- "$DIR" 2>/dev/null || echo x)" ]; then
+    echo "slurm_check: $DIR holds files this script did not make (no $MARK): not touching it; give MR2_SLURM_DIR a new folder" >&2
+    exit 2
 fi
-
-rm -rf "$DIR"
-mkdir -p "$DIR"/{etc,state,spool,log,run,munge,cluster,dev}
 # The config where srun inside a job finds it: the jobstep plugin drops every SLURM_* variable (SLURM_CONF
 # too) before its srun, so a node needs /etc/slurm/slurm.conf (or a configless slurmd), as real ones have.
 ETC_CONF=/etc/slurm/slurm.conf
 if [ -e "$ETC_CONF" ] && [ "$(readlink "$ETC_CONF")" != "$DIR/etc/slurm.conf" ]; then
     echo "slurm_check: $ETC_CONF exists (another cluster's?): not touching it" >&2; exit 2
 fi
+if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge
+fi
+
+rm -rf -- "$DIR"  # this script's own folder (its mark checked above), or an empty one
+mkdir -p "$DIR"/{etc,state,spool,log,run,munge,cluster,dev}
+touch "$MARK"
 stop() {  # the daemons this script started, by their pid files, and its link in /etc/slurm
     for daemon in slurmd slurmctld munged; do
         [ -f "$DIR/run/$daemon.pid" ] && kill "$(cat "$DIR/run/$daemon.pid")" 2>/dev/null || true
@@ -123,12 +135,14 @@ set -e
         printf '%s %s\n' "$rule" "$(find results/benchmarks/$rule -name '*.tsv' -exec tail -n 1 {} \; | awk '{print $3}' | sort -n | tail -n 1)"
     done
     echo
-    echo "== the results, file by file: every CSV of the local run against the cluster run's (not the"
-    echo "   runs' timings.csv: wall-clock seconds per epoch)"
+    echo "== the results, file by file, the local run's against the cluster run's: every CSV (not the"
+    echo "   runs' timings.csv: wall-clock seconds per epoch), model.pt, metrics.json, the figures (PNG,"
+    echo "   PDF), the report and its page"
     same=0 differ=0
     while IFS= read -r file; do
         if cmp -s "$MR2_SLURM_LOCAL/$file" "$file"; then same=$((same + 1)); else differ=$((differ + 1)); echo "DIFFERS $file"; fi
-    done < <(cd "$MR2_SLURM_LOCAL" && find results -name '*.csv' ! -name timings.csv | sort)
+    done < <(cd "$MR2_SLURM_LOCAL" && find results \( -name '*.csv' ! -name timings.csv \) -o -name model.pt \
+        -o -name metrics.json -o -name '*.png' -o -name '*.pdf' -o -name report.md -o -name report_page.html | sort)
     echo "$same identical, $differ different"
     echo
     echo "== SLURM's own logs (plugin): $DIR/cluster/.snakemake/slurm_logs (a successful job's is removed)"

@@ -142,6 +142,60 @@ def test_copy_tree_copies_the_files_git_tracks_or_would_track_and_nothing_ignore
     assert subprocess.run(["bash", str(REPO / "scripts" / "copy_tree.sh")], capture_output=True).returncode == 2
 
 
+def test_copy_tree_copies_a_link_as_a_link_and_refuses_a_dest_inside_the_tree(tmp_path):
+    """B25: a link to /etc/hostname was copied as a regular file holding the host's name, and a DEST
+    inside the repository took in its own earlier copy (inside/inside). A link is copied as a link,
+    and a DEST inside the working tree is refused before anything is made."""
+    import shutil
+
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts" / "copy_tree.sh", repo / "scripts")
+    (repo / "kept.txt").write_text("kept")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the host's name")
+    (repo / "leak_link").symlink_to(secret)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    script = ["bash", str(repo / "scripts" / "copy_tree.sh")]
+    subprocess.run([*script, str(tmp_path / "copy")], check=True)
+    assert (tmp_path / "copy" / "kept.txt").read_text() == "kept"
+    assert (tmp_path / "copy" / "leak_link").is_symlink() and os.readlink(tmp_path / "copy" / "leak_link") == str(secret)
+    for inside in (repo / "inside", repo, repo / "scripts" / ".." / "deep" / "er"):
+        res = subprocess.run([*script, str(inside)], capture_output=True, text=True)
+        assert res.returncode == 2 and "is inside the working tree" in res.stderr, res.stderr
+    assert not (repo / "inside").exists() and not (repo / "deep").exists()
+
+
+def test_slurm_check_never_deletes_a_folder_it_did_not_make(tmp_path):
+    """B23: MR2_SLURM_DIR=<a folder of one's own> had it deleted (precious files, a finished run) before
+    any check. A folder holding anything the script did not make is refused, rc 2, untouched; so is a
+    name slurm.conf cannot hold. (Stubs stand for SLURM's daemons: nothing is installed or started.)"""
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for daemon in ("slurmctld", "munged", "slurmd", "apt-get"):
+        (stubs / daemon).write_text("#!/bin/sh\necho stub >&2\nexit 1\n")
+        (stubs / daemon).chmod(0o755)
+    victim = tmp_path / "victim"
+    (victim / "runs").mkdir(parents=True)
+    (victim / "precious.txt").write_text("precious")
+    (victim / "runs" / "model.pt").write_bytes(b"weights")
+    env = {**os.environ, "PATH": f"{stubs}:{os.environ['PATH']}"}
+    for folder in (victim, tmp_path / "a b"):
+        res = subprocess.run(["bash", str(REPO / "scripts" / "slurm_check.sh")], capture_output=True, text=True,
+                             env={**env, "MR2_SLURM_DIR": str(folder)})
+        assert res.returncode == 2 and res.stderr.startswith("slurm_check: "), res.stderr
+        assert "not touching it" in res.stderr or "needs root" in res.stderr or "letters, digits" in res.stderr
+    assert (victim / "precious.txt").read_text() == "precious" and (victim / "runs" / "model.pt").read_bytes() == b"weights"
+    assert sorted(p.name for p in victim.iterdir()) == ["precious.txt", "runs"] and not (tmp_path / "a b").exists()
+
+
+def test_slurm_check_compares_models_metrics_figures_and_the_report_not_only_csvs():
+    script = (REPO / "scripts" / "slurm_check.sh").read_text()
+    compared = script[script.index('find results \\('):].split("| sort")[0]
+    for name in ("'*.csv'", "model.pt", "metrics.json", "'*.png'", "'*.pdf'", "report.md", "report_page.html"):
+        assert name in compared, name
+
+
 def test_mutation_recheck_applies_each_survivor_to_a_copy_and_runs_the_tests(tmp_path):
     """With a stub mutmut listing three survivors of tradeoff.py: a changed constant the tests now
     catch (killed), a changed comment (survived) and lines no longer in the source (gone); the
