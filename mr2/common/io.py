@@ -143,11 +143,11 @@ def check_built_from(path: str | os.PathLike, digest: str) -> None:
                          f"its own output_root, or delete {path} to rebuild them from this config")
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs on this machine."""
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (a number no process can have: no)."""
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):
         return False
     except PermissionError:  # another user's live process
         return True
@@ -164,7 +164,7 @@ def remove_stray_temporaries(*paths: str | os.PathLike) -> None:
         pattern = re.compile(re.escape(f".{path.name}.") + r"(\d+)\.[^./]+\.tmp")
         for tmp in path.parent.iterdir():
             found = pattern.fullmatch(tmp.name)
-            if found and int(found.group(1)) != os.getpid() and not _alive(int(found.group(1))):
+            if found and int(found.group(1)) != os.getpid() and not process_alive(int(found.group(1))):
                 tmp.unlink(missing_ok=True)
 
 

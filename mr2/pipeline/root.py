@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..common.io import config_digest
+from ..common.io import config_digest, process_alive
 from .config import PipelineConfigError
 
 LOCK = ".workflow.lock"
@@ -125,24 +125,13 @@ def check_owner(pipeline_config: str | os.PathLike, config: Mapping[str, Any], n
         "config (the runs are kept: each run's folder is named by its settings)")
 
 
-def _alive(pid: Any) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
-
-
 def stale(record: Mapping[str, Any] | None) -> bool:
     """Whether a lock's record names a workflow that is gone: one that released it, one on this host
     whose process has ended, or an unreadable record. One on another host cannot be checked from here: not stale."""
     if not record or record.get("released"):
         return True
-    return record.get("host") == socket.gethostname() and not _alive(record.get("pid"))
+    pid = record.get("pid")
+    return record.get("host") == socket.gethostname() and not (isinstance(pid, int) and pid > 0 and process_alive(pid))
 
 
 def busy(root: Path, lock: Path, record: Mapping[str, Any] | None) -> OutputRootBusy:
