@@ -605,7 +605,10 @@ def test_the_shipped_configs_share_no_run_path_and_one_ablation_reuses_its_folde
     assert len(default["train"]) > 0 and len(smoke["train"]) > 0
     assert not default_runs & smoke_runs, sorted(default_runs & smoke_runs)[:5]
     folders = run_folders(workdir, *SMOKE)
-    one = run_folders(workdir, *SMOKE, "--config", "methods=[erm,mr2_uniform]", "seeds=[0]")
+    # (another config: its own output root; the folders' names under it are the same)
+    run_snakemake(workdir, "subset/run_folders.tsv", *SMOKE, "--config", "methods=[erm,mr2_uniform]", "seeds=[0]",
+                  "output_root=subset")
+    one = read_run_folders(workdir / "subset" / "run_folders.tsv")
     assert len(one) == 3 and one == {(d, m, v, seed): folders[d, m, v, seed] for d, m, v, seed in one}
     for path in default_runs | set().union(*default.values()):  # the default's runs have run: their files exist
         if path.endswith("pipeline_config.json"):  # (not its record: the output root is smoke's to take)
