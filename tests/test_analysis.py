@@ -17,7 +17,7 @@ from scipy import stats
 
 import results_data as rd
 from conftest import workdir_with_configs, run_snakemake
-from mr2.results import premise_figures, premise_tables, premise_text, statistics
+from mr2.results import premise_figures, premise_tables, premise_text, rules, statistics
 from mr2.cli import main
 from mr2.results.figures import sweeps
 from mr2.results.figures.render import make_figures
@@ -123,7 +123,7 @@ def test_a_paired_difference_of_zero_width_is_no_verdict():
     # identical runs (every seed's difference exactly 0) are no difference, whatever the interval's width
     same = statistics.paired_difference(np.array([0.6, 0.7, 0.8]), np.array([0.6, 0.7, 0.8]))
     assert (same["diff"], same["diff_lo"], same["diff_hi"], same["mde"]) == (0.0, 0.0, 0.0, 0.0)
-    assert statistics.comparison_word(same["diff"], same["diff_lo"], same["diff_hi"], same["mde"]) == "no clear difference"
+    assert rules.comparison_word(same["diff"], same["diff_lo"], same["diff_hi"], same["mde"]) == "no clear difference"
 
 
 # ----------------------------------------------------------------------------- synthetic tables

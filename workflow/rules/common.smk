@@ -167,3 +167,13 @@ def all_run_files(wildcards=None):
     """Every declared output of training and evaluation, for the aggregate step (an input function:
     with a tuning stage the folders' names wait for its choice)."""
     return plan.result_inputs(config, run_dir)
+
+
+def hold_output_root():
+    """This workflow alone writes the output root until it ends (workflow/Snakefile's onstart; the
+    pipeline_config rule and CONFIG_NAME are config.smk's, read when it is called)."""
+    hold(rules.pipeline_config.output[0], config, CONFIG_NAME)
+
+
+def release_output_root():
+    release(rules.pipeline_config.output[0])

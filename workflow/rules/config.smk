@@ -88,15 +88,6 @@ if workflow.exec_mode == ExecMode.DEFAULT:
     check_owner(rules.pipeline_config.output[0], config, CONFIG_NAME)
 
 
-def hold_output_root():
-    """This workflow alone writes the output root until it ends (workflow/Snakefile's onstart)."""
-    hold(rules.pipeline_config.output[0], config, CONFIG_NAME)
-
-
-def release_output_root():
-    release(rules.pipeline_config.output[0])
-
-
 rule run_folders:
     """The run folder of every run of the config (dataset, method, variant, seed, folder relative to
     the output root): `snakemake --cores 1 run_folders [--configfile ...] [--config ...]`. With a tuning
