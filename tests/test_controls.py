@@ -240,8 +240,9 @@ def with_space(space, **change):
 
 
 @pytest.mark.parametrize("raw, message", [
-    (with_space({"erm_tuned": {"train.epochs": [1, 2]}}),
-     r"config key 'tune\.space\.erm_tuned\.train\.epochs': the training recipe has no searchable key 'epochs'"),
+    (with_space({"erm_tuned": {"train.batch_size": [32, 256]}}),
+     r"config key 'tune\.space\.erm_tuned\.train\.batch_size': the training recipe has no searchable key "
+     r"'batch_size'"),
     (with_space({"erm_tuned": {"gamma": [0.5, 2.0]}}),
      r"config key 'tune\.space\.erm_tuned\.gamma': method 'erm_tuned' has no option 'gamma'; its options: none; "
      r"the training recipe's: train\.lr"),
@@ -281,6 +282,76 @@ def test_a_follow_that_cannot_hold_is_refused_naming_its_key(change, message):
     raw.pop("sweeps")
     with pytest.raises(PipelineConfigError, match=message):
         checked(raw, SCHEMAS)
+
+
+# ----------------------------------------------------------------------------- epochs chosen on validation
+EPOCHS_SPACE = {"eta": [0.001, 0.1], "train.epochs": [20, 80]}
+
+
+def dro_searched(**change):
+    """tuned-controls.yaml with group DRO added, its η and its own epochs searched."""
+    raw = yaml.safe_load((REPO / "config" / "tuned-controls.yaml").read_text())
+    raw["methods"] = [*raw["methods"], "dro"]
+    raw["tune"]["space"]["dro"] = dict(EPOCHS_SPACE)
+    raw.update(copy.deepcopy(change))
+    return raw
+
+
+def test_searched_epochs_are_whole_numbers_from_the_same_log_uniform_draws_and_leave_the_other_draws_alone():
+    import math
+    import random
+    drawn = trial_options(EPOCHS_SPACE, 200, 0, "dro")
+    rng = random.Random("0:dro")  # the documented stream: options in sorted order, trial by trial
+    etas = [rng.uniform(math.log(0.001), math.log(0.1)) for _ in range(200)]
+    epochs = [round(math.exp(rng.uniform(math.log(20), math.log(80)))) for _ in range(200)]
+    assert [d["train.epochs"] for d in drawn] == epochs
+    assert all(type(d["train.epochs"]) is int and 20 <= d["train.epochs"] <= 80 for d in drawn)
+    assert len({d["train.epochs"] for d in drawn}) > 30  # the range is searched, not one value
+    assert [d["eta"] for d in drawn] == [d["eta"] for d in trial_options({"eta": [0.001, 0.1]}, 200, 0, "dro")]
+    assert [d["eta"] for d in drawn] == pytest.approx([math.exp(e) for e in etas], rel=5e-3)
+
+
+@pytest.mark.parametrize("bounds", [[20.5, 80], [20, 80.25]])
+def test_a_range_of_epochs_that_is_not_whole_numbers_is_refused_naming_its_key(bounds):
+    raw = dro_searched()
+    raw["tune"]["space"]["dro"]["train.epochs"] = bounds
+    with pytest.raises(ValueError, match=r"config key 'tune\.space\.dro\.train\.epochs': a range of whole numbers"):
+        checked(raw, SCHEMAS)
+
+
+def test_searched_epochs_beside_the_methods_own_epochs_are_refused_naming_both_keys():
+    raw = dro_searched()
+    raw["datasets"]["fashion_mnist"]["method_epochs"] = {"dro": 40}
+    with pytest.raises(PipelineConfigError, match=r"config key 'tune\.space\.dro\.train\.epochs': also set in "
+                                                  r"'datasets\.fashion_mnist\.method_epochs\.dro'"):
+        checked(raw, SCHEMAS)
+
+
+def test_a_method_trains_its_chosen_epochs_and_its_convergence_check_factor_times_them():
+    config = checked(dro_searched(), SCHEMAS)  # the dataset block's 20 epochs stay every other method's
+    drawn = trial_options(config["tune"]["space"]["dro"], 8, 0, "dro")
+    for i in range(8):
+        assert plan.run_config(config, SCHEMA, "fashion_mnist", "dro", f"trial{i}", 100)["train"]["epochs"] == \
+            drawn[i]["train.epochs"]
+    base = first_trial_chosen(config)
+    # the choice as a table hands it back: 37.0, a float holding a whole number, is the integer 37
+    chosen = lambda dataset: {"methods": {**base(dataset)["methods"], "dro": {"eta": 0.01, "train.epochs": 37.0}}}  # noqa: E731
+    final = plan.run_config(config, SCHEMA, "fashion_mnist", "dro", "default", 0, chosen)
+    assert final["train"]["epochs"] == 37 and type(final["train"]["epochs"]) is int
+    assert final["method"]["options"]["eta"] == 0.01 and "epochs" not in final["method"]["options"]
+    assert plan.run_config(config, SCHEMA, "fashion_mnist.x4", "dro", "default", 0, chosen)["train"]["epochs"] == 4 * 37
+    for method in ("erm", "mr2"):
+        assert plan.run_config(config, SCHEMA, "fashion_mnist", method, "default", 0, chosen)["train"]["epochs"] == 20
+        assert plan.run_config(config, SCHEMA, "fashion_mnist.x4", method, "default", 0, chosen)["train"]["epochs"] == 80
+
+
+def test_the_trial_table_records_searched_epochs_as_whole_numbers():
+    per_class, runs = validation_runs()
+    runs[T.SEARCHED] = runs[T.SEARCHED].where(runs["method"].eq("erm"), json.dumps(["c_bar", "train.epochs"]))
+    runs[option_column("train.epochs")] = np.array([20, 24, 40, 61], dtype=np.int64)
+    options = [json.loads(o) for o in T.trial_table(per_class, runs)["options"]]
+    assert options == [{"c_bar": 0.5 + i, "train.epochs": e} for i, e in enumerate([24, 40, 61])]
+    assert all(type(o["train.epochs"]) is int for o in options)
 
 
 # ----------------------------------------------------------------------------- variance.split

@@ -9,7 +9,8 @@ written into its run config, its variant is ``trial<i>`` and it is scored on the
   trial_variant   ``trial3``: the variant name of trial 3; ``trial_index`` reads it back
   split_options   a trial's or a choice's options split into the loss's and the training recipe's:
                   a searched ``train.<key>`` (a key of ``TUNABLE_TRAIN``: lr, weight_decay, momentum,
-                  min_lr, warmup_epochs) is the run config's ``train.<key>``, every other name a loss option
+                  min_lr, warmup_epochs, epochs) is the run config's ``train.<key>``, every other name a
+                  loss option; ``train.epochs`` is a whole number (``INTEGER_TRAIN``)
   option_column   the column of the runs table that holds a searched option
   file_sha256     the SHA-256 of a file's bytes: chosen.yaml records that of the tuning.csv it was chosen
                   from (``TRIALS_DIGEST``), and the final runs read it only when the two still match
@@ -28,7 +29,10 @@ _TRIAL = re.compile(rf"^{TRIAL_PREFIX}([0-9]+)\Z")
 #: a searched option named ``train.<key>`` is the training recipe's ``train.<key>`` (the same for every
 #: method), not a loss option; these are the recipe's keys a search may draw (positive numbers)
 TRAIN_PREFIX = "train."
-TUNABLE_TRAIN = ("lr", "weight_decay", "momentum", "min_lr", "warmup_epochs")
+TUNABLE_TRAIN = ("lr", "weight_decay", "momentum", "min_lr", "warmup_epochs", "epochs")
+#: the searchable recipe keys that are whole numbers: drawn log-uniformly like the others, then rounded
+#: to the nearest integer (a method that needs more epochs gets them chosen on validation by the search)
+INTEGER_TRAIN = ("epochs",)
 #: the tags a run config carries when its options were chosen by tuning, and a trial's index
 TUNED_TAG, TRIAL_TAG = "tuned", "trial"
 
@@ -51,9 +55,15 @@ def significant(value: float, digits: int = 3) -> float:
     return round(value, digits - 1 - math.floor(math.log10(abs(value))))
 
 
+def is_integer_option(name: str) -> bool:
+    """Whether searched option ``name`` is a whole number (``train.epochs``: ``INTEGER_TRAIN``)."""
+    return name.startswith(TRAIN_PREFIX) and name[len(TRAIN_PREFIX):] in INTEGER_TRAIN
+
+
 def trial_options(space: dict[str, list[float]], trials: int, seed: int, method: str) -> list[dict[str, float]]:
     """The options of ``trials`` trials of ``method``: for every option ``name: [low, high]`` of
-    ``space`` an independent log-uniform draw exp(U(ln low, ln high)), rounded to 3 significant digits.
+    ``space`` an independent log-uniform draw exp(U(ln low, ln high)), rounded to 3 significant digits;
+    a whole-number option (``train.epochs``) rounded to the nearest integer instead, its bounds integers.
 
     The draws of one method come from ``random.Random("<seed>:<method>")`` (string seeds are hashed
     with SHA-512 by the standard library, the same on every machine), option by option in sorted
@@ -65,20 +75,26 @@ def trial_options(space: dict[str, list[float]], trials: int, seed: int, method:
                 or not 0 < bounds[0] <= bounds[1]):
             raise ValueError(f"config key 'tune.space.{method}.{name}': a range [low, high] with 0 < low <= high, "
                              f"got {bounds!r}")
+        if is_integer_option(name) and not all(float(b).is_integer() for b in bounds):
+            raise ValueError(f"config key 'tune.space.{method}.{name}': a range of whole numbers [low, high], "
+                             f"got {bounds!r}")
     rng = random.Random(f"{int(seed)}:{method}")
     out: list[dict[str, float]] = [{} for _ in range(trials)]
     for name in sorted(space):
         low, high = (math.log(float(b)) for b in space[name])
         for options in out:
-            options[name] = significant(math.exp(rng.uniform(low, high)))
+            drawn = math.exp(rng.uniform(low, high))
+            options[name] = int(round(drawn)) if is_integer_option(name) else significant(drawn)
     return out
 
 
 def split_options(options: dict) -> tuple[dict, dict]:
     """(loss options, training options) of a trial's or a choice's ``options``: ``train.lr: 0.1`` is
-    the training recipe's ``lr`` (``TRAIN_PREFIX``), every other name a loss option."""
+    the training recipe's ``lr`` (``TRAIN_PREFIX``), every other name a loss option. A whole-number
+    option read back as a float (``train.epochs: 40.0`` from a table) is the integer it holds."""
     loss = {k: v for k, v in options.items() if not k.startswith(TRAIN_PREFIX)}
-    train = {k[len(TRAIN_PREFIX):]: v for k, v in options.items() if k.startswith(TRAIN_PREFIX)}
+    train = {k[len(TRAIN_PREFIX):]: (int(v) if is_integer_option(k) and float(v).is_integer() else v)
+             for k, v in options.items() if k.startswith(TRAIN_PREFIX)}
     return loss, train
 
 

@@ -283,12 +283,21 @@ def check_tune(config: dict, schema: dict) -> None:
 
 def check_searched_recipe(config: dict, method: str, option: str) -> None:
     """A searched ``train.<key>`` must be a key of the recipe a search may draw (``TUNABLE_TRAIN``) that
-    no part of the config fixes (`run.train`, a dataset block's `train`): an error naming the key."""
+    no part of the config fixes (`run.train`, a dataset block's `train`): an error naming the key.
+    ``train.epochs`` is the method's own epochs (the dataset blocks' are every other method's, and a
+    convergence check trains factor x the chosen ones): only a `method_epochs` entry for it clashes."""
     key = option[len(TRAIN_PREFIX):]
     where = f"config key 'tune.space.{method}.{option}'"
     if key not in TUNABLE_TRAIN:
         raise PipelineConfigError(f"{where}: the training recipe has no searchable key {key!r}; searchable: "
                                   f"{', '.join(TRAIN_PREFIX + k for k in TUNABLE_TRAIN)}")
+    if key == "epochs":  # the method's own epochs, as `method_epochs` states them; the blocks' are the others'
+        fixed = [f"datasets.{d}.method_epochs.{method}" for d, b in config["datasets"].items()
+                 if method in b.get("method_epochs", {})]
+        if fixed:
+            raise PipelineConfigError(f"{where}: also set in '{fixed[0]}'; a method's epochs are either fixed or "
+                                      "searched")
+        return
     fixed = [name for name, block in [("run.train", config["run"].get("train", {})),
                                       *((f"datasets.{d}.train", b.get("train", {})) for d, b in config["datasets"].items())]
              if key in block]

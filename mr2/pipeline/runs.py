@@ -229,6 +229,8 @@ def run_config(config: dict, schema: dict, dataset: str, method: str, variant: s
         option, value = sweeps[variant]
         options[option] = value
         tags["sweep"] = option
+    if "epochs" in recipe and dataset in checks:  # a searched method's own epochs, checked at factor x them
+        recipe["epochs"] *= convergence_section(config)["factor"]
     if recipe:
         cfg = merged(cfg, {"train": recipe})
     if split_varies(config):  # each seed its own draw of the training subset and validation split

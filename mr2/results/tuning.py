@@ -52,6 +52,11 @@ SCORES = ["all", "easy", "medium", "hard", "worst", "top1"]
 SEARCHED = "config.tags.searched"  # the options a trial's search drew (a JSON list in its run config's tags)
 
 
+def plain(value):
+    """A table cell as a plain Python number (numpy's int64 of a searched ``train.epochs`` is not JSON)."""
+    return value.item() if hasattr(value, "item") else value
+
+
 def trial_table(per_class: pd.DataFrame, runs: pd.DataFrame, reference: str = "erm",
                 reference_variant: str = DEFAULT_VARIANT) -> pd.DataFrame:
     """A row per dataset × method × trial variant: ``trial`` (its index), ``options`` (JSON of the
@@ -76,7 +81,7 @@ def trial_table(per_class: pd.DataFrame, runs: pd.DataFrame, reference: str = "e
             raise ValueError(f"trial {dataset}/{method}/{variant} has no searched options "
                              f"({SEARCHED}) in its run config; run it from a config with a 'tune' section")
         searched = json.loads(run[SEARCHED])
-        options = {name: run[option_column(name)] for name in searched}
+        options = {name: plain(run[option_column(name)]) for name in searched}
         row = {"dataset": dataset, "method": method, "variant": variant, "trial": trial_index(variant),
                "options": json.dumps(options, sort_keys=True), "n_seeds": len(frame)}
         row.update({m: 100 * frame[m].mean() for m in SCORES if m in frame})
