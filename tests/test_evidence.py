@@ -54,7 +54,7 @@ def test_every_comparison_of_a_snapshot_is_recomputed_from_its_per_seed_tables(f
             assert c["p_value"] == pytest.approx(stats.ttest_1samp(d, 0.0).pvalue, rel=1e-6)
         checked += 1
     assert checked > 0
-    for _, family in comparisons[comparisons["kind"].isin(["ablation", "baseline"])].groupby(
+    for _, family in comparisons[comparisons["kind"].isin(["ablation", "control", "baseline"])].groupby(
             ["dataset", "kind", "metric"]):
         family = family[family["p_value"].notna()]  # one seed: no test, no family member
         p = family["p_value"].to_numpy()
