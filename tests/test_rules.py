@@ -226,6 +226,10 @@ def test_the_headline_sentence_follows_the_primary_test():
             "effect_of_interest": 1.0, "cpu": "AMD (AMD EPYC)", "reason": ""}
     beaten = headline(pd.DataFrame(), [{**base, "word": "equivalent"}]).splitlines()[0]
     assert "does not beat" in beaten and "temperature" in beaten and "+0.1 [-0.2, +0.4]" in beaten
+    assert "excluded" not in beaten  # no 90 % interval given, no bound claimed
+    for eq_hi, shown in ((0.382, "0.4"), (0.3, "0.3"), (0.301, "0.4"), (-0.05, "0.0"), (1.26, "1.3")):
+        line = headline(pd.DataFrame(), [{**base, "word": "equivalent", "eq_hi": eq_hi}]).splitlines()[0]
+        assert f"a gain above {shown} points is excluded at 90 %" in line, (eq_hi, line)
     won = headline(pd.DataFrame(), [{**base, "word": "supported", "diff": 1.5, "diff_lo": 1.1,
                                      "diff_hi": 1.9}]).splitlines()[0]
     assert "raises the hard classes above" in won and "+1.5 [+1.1, +1.9]" in won

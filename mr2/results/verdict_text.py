@@ -168,8 +168,19 @@ def headline_sentence(primaries: list[dict]) -> str:
                 "untuned ERM is a rescaling of the logits that a tuned control does better.")
     how = {EXCLUDED: f"equals it within ± {p['effect_of_interest']:g} point", NOT_SHOWN: "is not shown above it",
            UNDERPOWERED: "cannot be told apart from it (underpowered)"}[p["word"]]
-    return (f"On {setting}, MR² does not beat {control}: on the {group} it {how} ({delta} points), so its "
-            "gain over untuned ERM is that of a tuned logit scale, not of its class-wise margins.")
+    bound = excluded_above(p.get("eq_hi", math.nan))
+    bound = f"; a gain above {bound} points is excluded at 90 %" if bound else ""
+    return (f"On {setting}, MR² does not beat {control}: on the {group} it {how} ({delta} points{bound}), so "
+            "its gain over untuned ERM is that of a tuned logit scale, not of its class-wise margins.")
+
+
+def excluded_above(eq_hi: float) -> str:
+    """The gain a 90 % interval's upper end ``eq_hi`` excludes, as the headline writes it: rounded *up* to
+    one decimal (0.382 -> "0.4"; 0.3 stays "0.3"), so the printed bound is never below the interval's
+    end; "" where there is no finite upper end."""
+    if not math.isfinite(float(eq_hi)):
+        return ""
+    return f"{math.ceil(round(float(eq_hi) * 10, 9)) / 10:.1f}"
 
 
 def headline(table: pd.DataFrame, primaries: list[dict] | None = None, effect: float = EFFECT_OF_INTEREST,
