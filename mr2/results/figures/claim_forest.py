@@ -91,7 +91,7 @@ def draw(table: pd.DataFrame, options: FigureOptions) -> plt.Figure:
         ax.set_ylim(len(metrics) - 0.5, -0.5)  # "all" on top
         seeds = int(part["n_paired"].max())
         note = f"{LEVEL:.0%} t-interval over {seeds} paired seeds" if seeds > 1 else "1 seed: no interval"
-        ax.set(title=f"{dataset}: Δ to {reference} ({note})", xlabel=f"paired Δ test accuracy to {reference} (points)")
+        ax.set(title=f"{dataset}: Δ to {reference}\n({note})", xlabel=f"paired Δ test accuracy to {reference} (points)")
         ax.title.set_fontsize(TITLE_FONT)
         ax.legend()
     one_legend(axes.flat, "method")
