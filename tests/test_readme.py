@@ -610,3 +610,34 @@ def test_the_mnist1d_controls_tuning_quoted_on_the_results_page_is_its_record():
             assert f"{value:g}" in section, (r["method"], value)
     mr2 = trials[trials["method"].eq("mr2")]
     assert f"{int(mr2['admitted'].sum())} of its {len(mr2)} trials kept the easy group" in section
+
+
+def test_the_controls_margins_quoted_on_the_results_page_are_the_snapshots():
+    """docs/results.md's reading of MR²'s margins in the primary test's run set — the range of the class
+    means of γ_k, the modulation ± half that range over their mean (and the earlier tuned run's), and
+    Spearman's ρ per seed between a class's γ_k and MR² − ce_temperature on it (mean [95 % t-interval]
+    over seeds) — recomputed with pandas and scipy from the snapshots' per-class tables."""
+    import numpy as np
+    from scipy import stats
+
+    text = " ".join(PAGE.read_text().split())
+
+    def gammas(name):
+        pc = pd.read_csv(ROOT / "docs" / "results" / name / "per_class.csv")
+        pc = pc[pc["dataset"].eq("fashion_mnist") & pc["variant"].eq("default")]
+        return pc, pc[pc["method"].eq("mr2")].pivot_table(index="seed", columns="class", values="gamma")
+
+    def modulation(g):
+        means = g.mean()
+        return means, f"± {100 * (means.max() - means.min()) / 2 / means.mean():.0f} %"
+
+    pc, g = gammas("tuned-controls")
+    means, spread = modulation(g)
+    assert f"mean γ_k from {means.min():.3f} to {means.max():.3f}, {spread} around their mean" in text
+    assert f"c̄ = 0.302 gave {modulation(gammas('tuned-fashion-mnist')[1])[1]}" in text
+    acc = pc.pivot_table(index=["seed", "class"], columns="method", values="accuracy")
+    change = (acc["mr2"] - acc["ce_temperature"]).unstack("class").round(9)  # exact ties stay ties
+    rho = np.array([stats.spearmanr(g.loc[s, change.columns], change.loc[s])[0] for s in change.index])
+    lo, hi = t_interval(rho)
+    quoted = f"ρ(γ_k, MR² − temperature) = {fmt(rho.mean())} [{fmt(lo)}, {fmt(hi)}]"
+    assert quoted.replace("-", "−") in text, quoted
