@@ -74,8 +74,8 @@ def test_claim_forest_puts_each_point_in_its_metrics_row_and_clips_an_interval_p
               "n_paired": 1} for x in metrics]
     fig = CF.draw(pd.DataFrame(rows), FigureOptions(reference="base"))
     d, e = fig.axes
-    assert d.get_title() == "d: Δ to base (95% t-interval over 2 paired seeds)"
-    assert e.get_title() == "e: Δ to base (1 seed: no interval)"
+    assert " ".join(d.get_title().split()) == "d: Δ to base (95% t-interval over 2 paired seeds)"
+    assert " ".join(e.get_title().split()) == "e: Δ to base (1 seed: no interval)"
     assert ticks(d.get_yticklabels()) == ["all classes", "easy classes", "medium classes", "hard classes", "worst class"]
     assert d.get_ylim()[0] > d.get_ylim()[1]  # the first row on top
     mr2, ldam = d.containers

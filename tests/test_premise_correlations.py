@@ -312,3 +312,54 @@ def test_decomposition_summary_keeps_classes_without_difficulty_group_or_name():
     assert out["erm_accuracy"].tolist()[0] == 0.9 and out["erm_accuracy"][1:].isna().all()
     assert out["group"].tolist()[1] == "hard" and out["group"][[0, 2]].isna().all()
     assert out["class_name"].tolist()[2] == "two" and out["class_name"][:2].isna().all()
+
+
+def temperature_run_set(with_control: bool = True) -> pd.DataFrame:
+    """One dataset, 3 seeds, 5 classes: the reference, MR² with margins and the tuned temperature.
+    Accuracies are counts over 1000 images; in every seed MR² − temperature is 7/1000 on two classes,
+    as 0.938 − 0.931 and 0.857 − 0.850, whose float differences are not equal."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for s in SEEDS:
+        counts = {"base": rng.integers(400, 990, 5),
+                  "mr2": np.array([938, 857, *rng.integers(400, 990, 3)]),
+                  "ce_temperature": np.array([931, 850, *rng.integers(400, 990, 3)])}
+        gamma = rng.permutation([0.5, 1.0, 1.5, 2.0, 3.0])
+        for method in counts if with_control else ("base", "mr2"):
+            for k in CLASSES:
+                rows.append({"dataset": "d", "method": method, "variant": "default", "seed": s, "class": k,
+                             "class_name": f"c{k}", "accuracy": counts[method][k] / 1000,
+                             "gamma": float(gamma[k]) if method == "mr2" else 1.0,
+                             "mean_sq_norm": 1.0, "spread": 1.0, "a": 2.0, "count": int(counts[method][k])})
+    return pd.DataFrame(rows)
+
+
+def test_link_3_against_the_tuned_temperature_is_rho_of_margins_and_mr2_minus_it_with_exact_ties():
+    """ρ(γ_k, MR² − ce_temperature) per seed, by scipy on the exact count differences (two equal
+    changes tie), in the correlations and in the report's sentence; no such row without the control."""
+    from mr2.results.premise_text import premise_findings
+
+    pc = temperature_run_set()
+    groups = pd.DataFrame({"dataset": "d", "class": list(CLASSES), "group": ["easy", "medium", "hard", "hard", "easy"]})
+    analysis = pt.analyse({"per_class": pc.drop(columns="count"), "groups": groups}, reference="base")
+    corr = analysis["correlations"]
+    got = corr[(corr["method"] == "mr2") & (corr["x"] == "gamma") & (corr["y"] == "change_vs_temperature")]
+    expected = []
+    for s in SEEDS:
+        run = pc[pc["seed"] == s].pivot_table(index="class", columns="method", values=["count", "gamma"])
+        exact = (run[("count", "mr2")] - run[("count", "ce_temperature")]).to_numpy()  # integers: exact ties
+        expected.append(stats.spearmanr(run[("gamma", "mr2")], exact).statistic)
+    assert got.sort_values("seed")["rho"].to_numpy() == pytest.approx(expected, abs=1e-12)
+    tied = pt.margins_table(pc.drop(columns="count"), groups, "base")
+    tied = tied[(tied["method"] == "mr2") & tied["class"].isin([0, 1])]
+    assert tied.groupby("seed")["change_vs_temperature"].nunique().eq(1).all()  # the float error is gone
+    assert corr[corr["method"] == "ce_temperature"].query("y == 'change_vs_temperature'")["rho"].isna().all()
+    mean = np.mean(expected)
+    lo, hi = stats.t.interval(0.95, len(expected) - 1, loc=mean, scale=stats.sem(expected))
+    text = "\n".join(premise_findings(analysis, reference="base"))
+    assert f"Against the tuned temperature (`ce_temperature`, same seed)" in text
+    assert f"ρ(γ_k, change) = {mean:+.2f} [95 % CI {max(lo, -1):+.2f}, {min(hi, 1):+.2f}" in text.split("Against the tuned")[1]
+
+    alone = pt.analyse({"per_class": temperature_run_set(False).drop(columns="count"), "groups": groups}, reference="base")
+    assert "change_vs_temperature" not in set(alone["correlations"]["y"])
+    assert "Against the tuned temperature" not in "\n".join(premise_findings(alone, reference="base"))

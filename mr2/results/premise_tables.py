@@ -33,7 +33,10 @@ Tables (``analyse``), all tidy, each row carrying dataset, method, variant:
                          x = "erm_error" against y = each statistic (link 1 and 2);
                          x = a_k (per norm) against y = its two parts (what drives a_k);
                          x = "gamma" or "erm_error_other_seeds" against y = "change" (link 3;
-                         ERM's error on the other seeds, since change holds this seed's).
+                         ERM's error on the other seeds, since change holds this seed's); and
+                         where the run set has the tuned temperature (``TEMPERATURE``),
+                         x = "gamma" against y = "change_vs_temperature" (link 3 without the
+                         share of MR²'s gain a logit temperature also gives).
   correlation_summary    the same over seeds: n_seeds, n_defined, rho_mean, rho_lo, rho_hi.
   decomposition          a row per run, class and norm p (2, 3, 5): ‖μ̂_k‖_p², ‖ŝ_k‖_p², a_k,
                          and the shares mean_share = ‖μ̂_k‖²/a_k, spread_share = ‖ŝ_k‖²/a_k.
@@ -41,7 +44,11 @@ Tables (``analyse``), all tidy, each row carrying dataset, method, variant:
   margins                a row per run and class: class_name, erm_error (and erm_error_other_seeds),
                          group, final γ_k, and change, the
                          accuracy change over the reference of the same seed (NaN for the
-                         reference itself and for seeds it lacks).
+                         reference itself and for seeds it lacks); change_vs_temperature, the
+                         same over ``TEMPERATURE`` (NaN where the run set has none). Changes are
+                         rounded to ``CHANGE_DECIMALS``: accuracies are counts over a class's
+                         images, so two equal changes must tie in a rank correlation, not be
+                         ordered by the float error of a subtraction.
 
 Exploratory margin variants (ours, not the paper's): variants of the swept method named
 ``statistic=spread`` (γ from ‖ŝ_k‖² alone) and ``p=3``/``p=5`` (γ from L_p statistics of the
@@ -68,6 +75,11 @@ FINAL_STATISTICS = ["gamma"] + [f"{s}{suffix}" for suffix in NORMS.values() for 
 EPOCH_STATISTICS = ["mean_sq_norm", "spread", "a", "gamma"]
 EXPLORATORY_OPTIONS = ("statistic", "p")
 SUMMARY_KEYS = ["dataset", "method", "variant", "source", "epoch", "x", "y"]
+#: the control whose per-class accuracy, subtracted from MR²'s, leaves what a logit temperature does not give
+TEMPERATURE = "ce_temperature"
+#: decimals an accuracy change keeps (no class has 10⁹ test images; float error sits near 1e-16)
+CHANGE_DECIMALS = 9
+CHANGES = ("change", "change_vs_temperature")
 TABLE_NAMES, FIGURE_NAMES = list(ANALYSIS_TABLES), list(ANALYSIS_FIGURES)  # the registry's, which the workflow reads
 EQUAL_CV = 0.1
 SYMBOLS = {"mean_sq_norm": "‖μ̂_k‖²", "spread": "‖ŝ_k‖²", "a": "a_k", "gamma": "γ_k"}
@@ -100,7 +112,12 @@ def margins_table(per_class: pd.DataFrame, groups: pd.DataFrame, reference: str 
     if "gamma" not in frame:
         frame["gamma"] = 1.0
     frame = frame.merge(diff, on=["dataset", "class"], how="left").merge(ref, on=["dataset", "seed", "class"], how="left")
-    frame["change"] = frame["accuracy"] - frame["ref_accuracy"]
+    frame["change"] = (frame["accuracy"] - frame["ref_accuracy"]).round(CHANGE_DECIMALS)
+    control = per_class[(per_class["method"] == TEMPERATURE) & (per_class["variant"] == DEFAULT_VARIANT)]
+    control = control[["dataset", "seed", "class", "accuracy"]].rename(columns={"accuracy": "control_accuracy"})
+    frame = frame.merge(control, on=["dataset", "seed", "class"], how="left")
+    frame["change_vs_temperature"] = (frame["accuracy"] - frame["control_accuracy"]).round(CHANGE_DECIMALS)
+    frame.loc[(frame["method"] == TEMPERATURE) & (frame["variant"] == DEFAULT_VARIANT), "change_vs_temperature"] = math.nan
     # the reference's error on the other seeds: against `change`, which holds this seed's reference
     # accuracy, an error that holds it too correlates that noise with itself (regression to the mean)
     totals = ref.groupby(["dataset", "class"])["ref_accuracy"].agg(ref_sum="sum", ref_n="count").reset_index()
@@ -111,7 +128,7 @@ def margins_table(per_class: pd.DataFrame, groups: pd.DataFrame, reference: str 
     frame.loc[is_ref, "change"] = math.nan
     frame = frame.merge(groups[["dataset", "class", "group"]], on=["dataset", "class"], how="left")
     frame = frame.merge(class_names(per_class), on=["dataset", "class"], how="left")
-    return frame.drop(columns=["ref_accuracy", "ref_sum", "ref_n"])
+    return frame.drop(columns=["ref_accuracy", "ref_sum", "ref_n", "control_accuracy"])
 
 
 def decomposition(per_class: pd.DataFrame, tol: float = 1e-6) -> pd.DataFrame:
@@ -161,15 +178,17 @@ def final_correlations(per_class: pd.DataFrame, margins: pd.DataFrame) -> pd.Dat
     keys = RUN_KEYS
     stats_cols = [c for c in FINAL_STATISTICS if c in per_class]
     frame = per_class[keys + ["class"] + [c for c in stats_cols if c != "gamma"]].merge(
-        margins[keys + ["class", "erm_error", "erm_error_other_seeds", "gamma", "change"]], on=keys + ["class"], how="left")
+        margins[keys + ["class", "erm_error", "erm_error_other_seeds", "gamma", *CHANGES]], on=keys + ["class"], how="left")
     pairs = [("erm_error", c) for c in stats_cols]
     pairs += [(f"a{s}", f"{part}{s}") for s in NORMS.values() for part in PARTS if f"a{s}" in frame]
     pairs += [("gamma", "change"), ("erm_error_other_seeds", "change")]
+    if frame["change_vs_temperature"].notna().any():
+        pairs.append(("gamma", "change_vs_temperature"))
     out = []
     for x, y in pairs:
         rho = grouped_spearman(frame, keys, x, y)
-        if y == "change":  # only runs that have a paired reference
-            has = frame.groupby(keys, sort=False)["change"].apply(lambda s: s.notna().any()).rename("has").reset_index()
+        if y in CHANGES:  # only runs that have a paired reference (or control)
+            has = frame.groupby(keys, sort=False)[y].apply(lambda s: s.notna().any()).rename("has").reset_index()
             rho = rho.merge(has, on=keys)
             rho = rho[rho["has"]].drop(columns="has")
         out.append(rho.assign(x=x, y=y))

@@ -13,7 +13,7 @@ import pandas as pd
 from ..common.runs import DEFAULT_VARIANT
 from .html import escape_frame, escape_text
 from .plotting import caption, display_name
-from .premise_tables import EQUAL_CV, EXPLORATORY_OPTIONS, FIGURE_NAMES, NORMS, PARTS, SYMBOLS, read_analysis
+from .premise_tables import EQUAL_CV, EXPLORATORY_OPTIONS, FIGURE_NAMES, NORMS, PARTS, SYMBOLS, TEMPERATURE, read_analysis
 from .statistics import LEVEL, correlation_verdict, no_interval_reason
 
 
@@ -134,6 +134,11 @@ def premise_findings(analysis: dict[str, pd.DataFrame], reference: str = "erm", 
                          f"{reference.upper()}, same seed): ρ(γ_k, change) = {format_rho(link3, level)} — "
                          f"**{link_verdict(link3)}**; ρ(ERM error on the other seeds, change) = {format_rho(gains, level)} "
                          f"({'gains go to hard classes' if link_verdict(gains) == 'holds' else 'no clear shift of gains to hard classes'}).")
+            own = get(method, DEFAULT_VARIANT, "gamma", "change_vs_temperature")
+            if own is not None and own["n_defined"]:
+                lines.append(f"  Against the tuned temperature (`{TEMPERATURE}`, same seed), which gives every class the "
+                             f"same margin: ρ(γ_k, change) = {format_rho(own, level)} — **{link_verdict(own)}** "
+                             "(what the class-wise margins add beyond a rescaling of the logits).")
             verdicts = {"1": link_verdict(link1), "2": link_verdict(link2), "3": link_verdict(link3)}
             broken = [k for k, v in verdicts.items() if v != "holds"]
             lines.append("- **Chain**: " + "; ".join(f"link {k} {v}" for k, v in verdicts.items()) + ". "
