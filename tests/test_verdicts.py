@@ -578,7 +578,7 @@ def test_small_cells_of_the_verdict_table():
     for none in (None, pd.DataFrame(columns=["dataset"])):
         empty = V.settings_table(none)
         assert empty.empty and list(empty.columns) == ["dataset", "data", "model", "regime", "seeds", "tuned", "cpu",
-                                                       "check_of", "converged", "convergence"]
+                                                       "code", "check_of", "converged", "convergence"]
     # the convergence gate's reasons (the seed gate is tested with the rulebook)
     assert rules.gate_reason(16, True, "all 4 methods within 1 point") == ""
     assert rules.gate_reason(16, "True", "") == ""  # as settings.csv holds it

@@ -1,8 +1,9 @@
 """A run folder's record and its resume: what a run's bytes depend on beyond its config
 (``run_conditions``: device, processes, CPU threads, kernels and every variable that caps them, the
-CPU's model and vendor), the checkpoint a killed run resumes from and the rules that make a resume exact
-or refused (``check_resume``, ``resume_from``), the per-epoch timings kept beside the outputs, and the
-checks on a run folder before anything is trained into it."""
+CPU's model and vendor, and the code, ``mr2.common.provenance.code_version``), the checkpoint a killed
+run resumes from and the rules that make a resume exact or refused (``check_resume``,
+``resume_from``), the per-epoch timings kept beside the outputs, and the checks on a run folder before
+anything is trained into it."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import torch
 
 from ..common.io import save_csv, writable_folder
 from ..common.kernels import cpu_model, cpu_vendor, kernel_settings
+from ..common.provenance import code_version
 from .data.cache import check_same_file
 
 #: a training run in progress (``mr2.engine.train.Runner``; not imported here, which train imports)
@@ -33,7 +35,8 @@ RERUN_WITH = {"device": "--device {}", "processes": "torchrun --nproc_per_node {
               "cpu_kernels": "the CPU kernels {} (mr2.common.kernels: MR2_CPU_ISA, ATEN_CPU_CAPABILITY)",
               "kernel_settings": "the kernel variables {} (mr2.common.kernels.KERNEL_VARIABLES)",
               "cpu_model": "a machine whose CPU is {}",
-              "cpu_vendor": "a machine whose CPU vendor is {}"}
+              "cpu_vendor": "a machine whose CPU vendor is {}",
+              "code": "the code of commit {} (git checkout; mr2.common.provenance)"}
 
 
 def non_finite(runner: Runner) -> list[str]:
@@ -51,14 +54,16 @@ def run_conditions(runner: Runner) -> dict[str, Any]:
     """What a run's numbers depend on beyond its config: the device type, the number of processes
     and, on CPU, the number of threads (float reductions are split by thread), the instruction set
     of PyTorch's kernels (AVX-512 ones round otherwise than AVX2 ones), every variable that caps them
-    (``mr2.common.kernels.KERNEL_VARIABLES``) and the CPU's model (vendors differ)."""
+    (``mr2.common.kernels.KERNEL_VARIABLES``), the CPU's model (vendors differ) and the code that
+    trains (``code_version``: the commit, ``+changes`` where tracked files differ from it)."""
     on_cpu = runner.device.type == "cpu"
     return {"device": runner.device.type, "processes": runner.world.size,
             "threads": torch.get_num_threads() if on_cpu else None,
             "cpu_kernels": torch.backends.cpu.get_cpu_capability() if on_cpu else None,
             "kernel_settings": kernel_settings() if on_cpu else None,
             "cpu_model": cpu_model() if on_cpu else None,
-            "cpu_vendor": cpu_vendor() if on_cpu else None}
+            "cpu_vendor": cpu_vendor() if on_cpu else None,
+            "code": code_version()}
 
 
 def kernels_line(kernels: str, environ: Mapping[str, str]) -> str:

@@ -34,6 +34,7 @@ SETTING_COLUMNS = {"data": "config.data.name", "model": "config.model.name", "tr
 TUNED, CHECK = "config.tags.tuned", "config.tags.convergence_of"  # run-config tags of tuned runs and checks
 FOLLOW = "follow"  # how the tuned column names a method that took another's chosen options
 VENDOR, MODEL = "config.conditions.cpu_vendor", "config.conditions.cpu_model"
+CODE = "config.conditions.code"  # the commit that trained a run (mr2.common.provenance)
 #: the vendor names a reader knows, by /proc/cpuinfo's vendor_id
 VENDORS = {"AuthenticAMD": "AMD", "GenuineIntel": "Intel"}
 #: the parts made of MR²'s comparisons with several methods, and the kind of those comparisons
@@ -66,6 +67,16 @@ def cpu_text(runs: pd.DataFrame) -> str:
                       for _, r in seen.iterrows())
 
 
+def code_text(runs: pd.DataFrame) -> str:
+    """The code a setting's runs were trained by, as each run recorded it (``config.conditions.code``):
+    "5c2ec9d1a2b3", several joined by ", " in the order they first appear; "not recorded" for runs
+    that predate the record (or, marked so, ran outside a git checkout)."""
+    if CODE not in runs:
+        return NOT_RECORDED
+    seen = list(dict.fromkeys(str(c) for c in runs[CODE].dropna()))
+    return ", ".join(seen) if seen else NOT_RECORDED
+
+
 def tuned_text(tuned: list[str], followers: dict[str, str]) -> str:
     """The tuned column: the searched methods, then those that followed one: "mr2 (ablations follow)"."""
     searched = [m for m in tuned if m not in followers]
@@ -83,10 +94,12 @@ def settings_table(runs: pd.DataFrame | None, convergence: pd.DataFrame | None =
     """A row per dataset key of the runs table: dataset, data (data.name, with "long-tailed, ratio r"
     when ``data.imbalance`` is set), model, regime ("600/class × 6 ep", the cap before any imbalance),
     seeds (the fewest seeds of any method's default variant), tuned (the methods whose options the
-    tuning stage chose, the followers named as such, or "none"), cpu (``cpu_text``), check_of (the
+    tuning stage chose, the followers named as such, or "none"), cpu (``cpu_text``), code
+    (``code_text``: the commits that trained its runs), check_of (the
     setting a convergence check is of, else empty), converged and convergence
     (``mr2.results.convergence.convergence_summary``)."""
-    columns = ["dataset", "data", "model", "regime", "seeds", "tuned", "cpu", "check_of", "converged", "convergence"]
+    columns = ["dataset", "data", "model", "regime", "seeds", "tuned", "cpu", "code", "check_of", "converged",
+               "convergence"]
     if runs is None or runs.empty:
         return pd.DataFrame(columns=columns)
     first = runs.drop_duplicates("dataset").set_index("dataset")
@@ -112,6 +125,7 @@ def settings_table(runs: pd.DataFrame | None, convergence: pd.DataFrame | None =
     out["tuned"] = [tuned_text(list(dict.fromkeys(tuned.loc[tuned["dataset"].eq(d), "method"])),
                                followers_of(tuned[tuned["dataset"].eq(d)])) for d in out["dataset"]]
     out["cpu"] = [cpu_text(runs[runs["dataset"].eq(d)]) for d in out["dataset"]]
+    out["code"] = [code_text(runs[runs["dataset"].eq(d)]) for d in out["dataset"]]
     out["check_of"] = first[CHECK].fillna("").to_numpy() if CHECK in first else ""
     table = convergence if convergence is not None else pd.DataFrame(columns=["dataset"])
     status = [convergence_summary(table, d, list(dict.fromkeys(default.loc[default["dataset"].eq(d), "method"])))
