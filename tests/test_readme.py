@@ -596,21 +596,35 @@ def test_the_controls_tuning_quoted_on_the_results_page_is_its_record():
     assert f"hard {erm}" in md  # tuning.md's line on the reference's validation scores
 
 
-def test_the_mnist1d_controls_tuning_quoted_on_the_results_page_is_its_record():
-    """docs/results.md's MNIST-1D controls section: each method's chosen options and how many of MR²'s
-    trials the claim rule admitted, recomputed from the committed tuning.csv."""
+@pytest.mark.parametrize("snapshot, heading, end, method", [
+    ("tuned-controls-mnist1d/tune/mnist1d", "### MNIST-1D against equally tuned controls",
+     "<!-- results:tuned-controls-mnist1d -->", "mr2"),
+    ("tuned-controls-baselines/tune/fashion_mnist", "#### The baselines beside the equally tuned controls", "\n### ",
+     "dro")])
+def test_a_tuning_stage_quoted_on_the_results_page_is_its_record(snapshot, heading, end, method):
+    """A docs/results.md section on a tuning stage: each chosen option it quotes, each "(validation hard
+    x)" of a chosen trial, and how many of ``method``'s trials the claim rule admitted ("n of its m
+    trials"), recomputed from the committed tuning.csv."""
     import json
 
-    trials = pd.read_csv(ROOT / "docs" / "results" / "tuned-controls-mnist1d" / "tune" / "mnist1d" / "tuning.csv")
-    text = " ".join(PAGE.read_text().split())
-    start = text.index("### MNIST-1D against equally tuned controls")
-    section = text[start:text.index("<!-- results:tuned-controls-mnist1d -->", start)]
+    trials = pd.read_csv(ROOT / "docs" / "results" / snapshot / "tuning.csv")
+    text = PAGE.read_text()
+    start = text.index(heading)
+    section = " ".join(text[start:text.index(end, start + len(heading))].split())
+    quoted = 0
     for _, r in trials[trials["chosen"]].iterrows():
-        for value in json.loads(r["options"]).values():
+        options = json.loads(r["options"])
+        if not any(re.search(rf"(?<![\d.]){re.escape(f'{v:g}')}(?![\d])", section) for v in options.values()):
+            continue  # a method the section does not speak of
+        quoted += 1
+        for value in options.values():
             assert re.search(rf"(?<![\d.]){re.escape(f'{value:g}')}(?![\d])", section), (r["method"], value)
-    mr2 = trials[trials["method"].eq("mr2")]
-    admitted, tried = re.search(r"(\d+) of its (\d+) trials", section).groups()
-    assert (int(admitted), int(tried)) == (int(mr2["admitted"].sum()), len(mr2))
+    assert quoted >= 2
+    for hard in re.findall(r"\(validation hard (\d+\.\d)\)", section):
+        assert hard in {f"{h:.1f}" for h in trials.loc[trials["chosen"], "hard"]}, hard
+    of = trials[trials["method"].eq(method)]
+    admitted, tried = re.search(r"(\d+) of its (\d+)\s+trials", section).groups()
+    assert (int(admitted), int(tried)) == (int(of["admitted"].sum()), len(of))
 
 
 def test_the_controls_margins_quoted_on_the_results_page_are_the_snapshots():
