@@ -577,8 +577,8 @@ def test_small_cells_of_the_verdict_table():
     assert baselines["word"] == "supported" and baselines["detail"] == "vs ldam: hard +1.0 [+0.0, +2.0], easy +1.0 [+0.0, +2.0]"
     for none in (None, pd.DataFrame(columns=["dataset"])):
         empty = V.settings_table(none)
-        assert empty.empty and list(empty.columns) == ["dataset", "data", "model", "regime", "seeds", "tuned", "cpu",
-                                                       "code", "check_of", "converged", "convergence"]
+        assert empty.empty and list(empty.columns) == ["dataset", "data", "model", "regime", "seeds", "tuned", "mr2",
+                                                       "cpu", "code", "check_of", "converged", "convergence"]
     # the convergence gate's reasons (the seed gate is tested with the rulebook)
     assert rules.gate_reason(16, True, "all 4 methods within 1 point") == ""
     assert rules.gate_reason(16, "True", "") == ""  # as settings.csv holds it
@@ -922,3 +922,36 @@ def test_the_headline_has_a_line_per_judged_run_set_with_its_hard_class_word():
     table.loc[0, "above_controls"] = "supported"
     [line] = [line for line in VT.headline(table).splitlines() if line.startswith("- ")]
     assert "tuned controls: **supported**" in line
+
+
+def test_a_run_set_of_an_mr2_variant_says_so_in_its_setting_and_headline():
+    """MR²'s options that are not the paper's (statistic other than a_k, p other than 2) name the variant
+    in the settings, the table's Setting cell and the headline's line; the paper's values, written as
+    the runs table holds them (p as 2.0), or a runs table without the columns, name nothing."""
+    def runs(statistic, p):
+        return pd.DataFrame({"dataset": ["d", "d", "d"], "method": ["erm", "mr2", "mr2"],
+                             "variant": ["default", "default", "statistic=a"], "seed": [0, 0, 0],
+                             "config.method.options.statistic": [math.nan, statistic, "a"],
+                             "config.method.options.p": [math.nan, p, 2.0]})
+    assert V.settings_table(runs("a", 2.0)).iloc[0]["mr2"] == ""
+    assert V.settings_table(runs("spread", 2.0)).iloc[0]["mr2"] == "statistic=spread"
+    assert V.settings_table(runs("a", 3.0)).iloc[0]["mr2"] == "p=3"
+    assert V.settings_table(runs("a", 2.0).drop(columns=["config.method.options.p"])).iloc[0]["mr2"] == ""
+    table = verdict_rows().assign(mr2=["statistic=spread", ""], above_controls="equivalent")
+    [judged] = markdown_tables(VT.verdict_markdown(table))
+    assert [r["Setting"] for r in judged] == ["fmnist, resnet32, MR² (statistic=spread): not the paper's",
+                                             "d2, cnn"] or [r["Setting"] for r in judged] == [
+        "d2, cnn", "fmnist, resnet32, MR² (statistic=spread): not the paper's"]
+    lines = {line.split(" · ")[0]: line for line in VT.headline(table).splitlines() if line.startswith("- ")}
+    assert "· MR² (statistic=spread) − ERM (untuned), hard:" in lines["- fmnist"]
+    assert "; MR² (statistic=spread) − tuned controls:" in lines["- fmnist"]
+    assert "· MR² − ERM (untuned), hard:" in lines["- d2"] and "(statistic" not in lines["- d2"]
+
+
+def test_the_paper_options_of_the_verdict_are_mr2_losses_defaults():
+    """The values the verdict takes for the paper's MR² are the loss's own defaults."""
+    import inspect
+
+    from mr2.method.losses.mr2 import MR2Loss
+    defaults = inspect.signature(MR2Loss).parameters
+    assert {k: defaults[k].default for k in V.MR2_PAPER_OPTIONS} == V.MR2_PAPER_OPTIONS

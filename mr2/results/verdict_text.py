@@ -52,10 +52,18 @@ def vendor_of(cpu: str) -> str:
     return VENDORS.get(first, first)
 
 
+def mr2_name(r) -> str:
+    """How a row names its MR²: "MR²" for the paper's, "MR² (statistic=spread)" for a variant of ours
+    (the setting's ``mr2`` column: MR²'s options that are not the paper's)."""
+    variant = str(r.get("mr2", "") or "")
+    return "MR²" + (f" ({variant})" if variant not in ("", "nan") else "")
+
+
 def _setting(r) -> str:
     parts = [str(r["dataset"])] + [str(r[k]) for k in ("data", "model", "regime")
                                    if str(r.get(k, "")) not in ("", "nan") and r[k] != r["dataset"]]
-    return _cell(", ".join(parts))
+    name = mr2_name(r)
+    return _cell(", ".join(parts + ([f"{name}: not the paper's"] if name != "MR²" else [])))
 
 
 def _snapshot_links(r, link: str | None) -> str:
@@ -194,12 +202,13 @@ def headline(table: pd.DataFrame, primaries: list[dict] | None = None, effect: f
     for _, r in rows.iterrows():
         where = _snapshot_links(r, link).split(" (")[0]
         table_word = r["hard_up_table"]
-        line = (f"- {_cell(r['dataset'])} · {_cell(vendor_of(r['cpu']))} · MR² − ERM (untuned), hard: "
+        name = _cell(mr2_name(r))
+        line = (f"- {_cell(r['dataset'])} · {_cell(vendor_of(r['cpu']))} · {name} − ERM (untuned), hard: "
                 f"**{shown_word(r['hard_up'], effect)}**"
                 + (f" (table-wide: {shown_word(table_word, effect)})" if table_word != r["hard_up"] else "")
                 + f" {_text(r['hard_up_detail'])}")
         if r["above_controls"] != NOT_RUN:
-            line += f"; MR² − tuned controls: **{shown_word(r['above_controls'], effect)}**"
+            line += f"; {name} − tuned controls: **{shown_word(r['above_controls'], effect)}**"
         out.append(line + f" · {where}")
     if rows.empty:
         out.append("- No run set is judged yet (≥ 10 paired seeds and every method at its own convergence).")

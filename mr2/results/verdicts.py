@@ -37,6 +37,9 @@ VENDOR, MODEL = "config.conditions.cpu_vendor", "config.conditions.cpu_model"
 CODE = "config.conditions.code"  # the commit that trained a run (mr2.common.provenance)
 #: the vendor names a reader knows, by /proc/cpuinfo's vendor_id
 VENDORS = {"AuthenticAMD": "AMD", "GenuineIntel": "Intel"}
+#: MR²'s options that choose the rule its margins follow, at the paper's values (Corollary 1 fed a_k, L2
+#: statistics): a run set whose MR² fixes another value tests a variant of ours, and its row says so
+MR2_PAPER_OPTIONS = {"statistic": "a", "p": 2}
 #: the parts made of MR²'s comparisons with several methods, and the kind of those comparisons
 KINDS = {"above_controls": "control", "ablations_below": "ablation", "above_baselines": "baseline"}
 
@@ -77,6 +80,24 @@ def code_text(runs: pd.DataFrame) -> str:
     return ", ".join(seen) if seen else NOT_RECORDED
 
 
+def mr2_variant_text(runs: pd.DataFrame) -> str:
+    """MR²'s options that differ from the paper's (``MR2_PAPER_OPTIONS``) in a setting's default-variant
+    runs, as a reader names the variant: "statistic=spread"; "" for the paper's MR², for runs without MR²
+    and for runs tables that predate the options' columns."""
+    mine = runs[runs["method"].eq(MR2)] if "method" in runs else runs.iloc[:0]
+    if "variant" in mine:
+        mine = mine[mine["variant"].eq(DEFAULT_VARIANT)]
+    shown = []
+    for name, paper in MR2_PAPER_OPTIONS.items():
+        column = f"config.method.options.{name}"
+        values = mine[column].dropna().unique() if column in mine else []
+        differs = [v for v in values if str(v) != str(paper) and not (
+            isinstance(paper, (int, float)) and pd.notna(pd.to_numeric(v, errors="coerce"))
+            and float(v) == float(paper))]
+        shown += [f"{name}={v:g}" if isinstance(v, float) else f"{name}={v}" for v in differs]
+    return ", ".join(shown)
+
+
 def tuned_text(tuned: list[str], followers: dict[str, str]) -> str:
     """The tuned column: the searched methods, then those that followed one: "mr2 (ablations follow)"."""
     searched = [m for m in tuned if m not in followers]
@@ -94,11 +115,12 @@ def settings_table(runs: pd.DataFrame | None, convergence: pd.DataFrame | None =
     """A row per dataset key of the runs table: dataset, data (data.name, with "long-tailed, ratio r"
     when ``data.imbalance`` is set), model, regime ("600/class × 6 ep", the cap before any imbalance),
     seeds (the fewest seeds of any method's default variant), tuned (the methods whose options the
-    tuning stage chose, the followers named as such, or "none"), cpu (``cpu_text``), code
+    tuning stage chose, the followers named as such, or "none"), mr2 (``mr2_variant_text``: MR²'s options
+    that are not the paper's, "" for the paper's MR²), cpu (``cpu_text``), code
     (``code_text``: the commits that trained its runs), check_of (the
     setting a convergence check is of, else empty), converged and convergence
     (``mr2.results.convergence.convergence_summary``)."""
-    columns = ["dataset", "data", "model", "regime", "seeds", "tuned", "cpu", "code", "check_of", "converged",
+    columns = ["dataset", "data", "model", "regime", "seeds", "tuned", "mr2", "cpu", "code", "check_of", "converged",
                "convergence"]
     if runs is None or runs.empty:
         return pd.DataFrame(columns=columns)
@@ -124,6 +146,7 @@ def settings_table(runs: pd.DataFrame | None, convergence: pd.DataFrame | None =
     tuned = default[default[TUNED].fillna(False).astype(bool)] if TUNED in default else default.iloc[:0]
     out["tuned"] = [tuned_text(list(dict.fromkeys(tuned.loc[tuned["dataset"].eq(d), "method"])),
                                followers_of(tuned[tuned["dataset"].eq(d)])) for d in out["dataset"]]
+    out["mr2"] = [mr2_variant_text(default[default["dataset"].eq(d)]) for d in out["dataset"]]
     out["cpu"] = [cpu_text(runs[runs["dataset"].eq(d)]) for d in out["dataset"]]
     out["code"] = [code_text(runs[runs["dataset"].eq(d)]) for d in out["dataset"]]
     out["check_of"] = first[CHECK].fillna("").to_numpy() if CHECK in first else ""
@@ -251,6 +274,7 @@ def verdict_table(comparisons: pd.DataFrame, methods: pd.DataFrame, settings: pd
         here = comparisons[comparisons["dataset"] == dataset]
         row = {"dataset": dataset, **{k: setting.get(k, "") for k in ("data", "model", "regime")}}
         row["cpu"] = str(setting.get("cpu", "") or NOT_RECORDED)
+        row["mr2"] = str(setting.get("mr2", "") or "")
         for part, cell in verdict_cells(here, ran, reference).items():
             row[part], row[f"{part}_detail"], row[f"{part}_p"] = cell["word"], cell["detail"], cell["p"]
             row[f"{part}_every"] = cell.get("every", cell["detail"])
