@@ -955,3 +955,40 @@ def test_the_paper_options_of_the_verdict_are_mr2_losses_defaults():
     from mr2.method.losses.mr2 import MR2Loss
     defaults = inspect.signature(MR2Loss).parameters
     assert {k: defaults[k].default for k in V.MR2_PAPER_OPTIONS} == V.MR2_PAPER_OPTIONS
+
+
+def test_one_primary_test_per_run_set():
+    """Snapshots declaring the same primary test on the same runs give one test naming both, its word from
+    the one that judges it even when it comes second; other runs, another declaration or no identity
+    keep their own line; order is kept."""
+    base = {"dataset": "d", "group": "hard", "method": "mr2", "controls": "ce_temperature, erm_tuned",
+            "word": "equivalent", "reason": "", "identity": "x"}
+    gated = {**base, "word": rules.NOT_JUDGED, "reason": "not at convergence: dro", "snapshot": "a", "config": "ca"}
+    merged = SN.one_primary_per_run_set([gated, {**base, "snapshot": "b", "config": "cb"},
+                                         {**base, "identity": "y", "snapshot": "c", "config": "cc"},
+                                         {**base, "identity": "", "snapshot": "e", "config": "ce"},
+                                         {**base, "controls": "erm_tuned", "snapshot": "f", "config": "cf"},
+                                         {**base, "snapshot": "g", "config": "cb"}])
+    assert [(p["snapshot"], p["config"], p["word"]) for p in merged] == [
+        ("a, b, g", "ca, cb", "equivalent"), ("c", "cc", "equivalent"), ("e", "ce", "equivalent"),
+        ("f", "cf", "equivalent")]
+    alone = SN.one_primary_per_run_set([gated, {**gated, "snapshot": "b"}])
+    assert [(p["snapshot"], p["word"]) for p in alone] == [("a, b", rules.NOT_JUDGED)]
+    line = VT.primary_line({**merged[0], "cpu": "AMD (x)", "control": "ce_temperature", "n_paired": 16, "diff": 0.2,
+                            "diff_lo": -0.1, "diff_hi": 0.4, "effect_of_interest": 1.0}, link="docs/results")
+    assert "declared in `ca`, `cb` before its runs" in line
+    assert "[a](docs/results/a/), [b](docs/results/b/), [g](docs/results/g/)" in line
+
+
+def test_a_primary_test_is_one_run_set_only_with_the_same_controls_runs(tmp_path):
+    """The identity behind a primary test covers the controls' per-seed numbers: a control's other runs
+    are another run set, though the reference's and MR²'s are the same."""
+    pc = three_class({"mr2": (0.0, 0.0, 0.05), "ce_temperature": (0.0, 0.0, 0.04)}, noise=0.004)
+    other = pc.copy()
+    other.loc[other["method"].eq("ce_temperature"), "accuracy"] += 0.001
+    for name, frame in (("a", pc), ("b", other)):
+        (tmp_path / name).mkdir()
+        frame.to_csv(tmp_path / name / "per_class.csv", index=False)
+    same = [SN.runs_identity(tmp_path / n, "erm") for n in ("a", "b")]
+    with_controls = [SN.runs_identity(tmp_path / n, "erm", ("ce_temperature",)) for n in ("a", "b")]
+    assert same[0] == same[1] and with_controls[0] != with_controls[1] and with_controls[0] != same[0]

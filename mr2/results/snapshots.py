@@ -11,6 +11,7 @@ rule; its CPU is read from machine.yaml.
   complete_comparisons   a snapshot's comparisons with today's statistics and words
   snapshot_verdicts      a row per setting of every snapshot under a folder
   snapshot_primaries     the primary test of every snapshot that declares one
+  one_primary_per_run_set  snapshots declaring the same primary test on the same runs as one test
   one_row_per_run_set    snapshots holding the same runs (the same per-seed numbers) as one row
 """
 
@@ -91,17 +92,17 @@ def comparisons_from_results(results: pd.DataFrame, reference: str,
 
 
 # ----------------------------------------------------------------------------- one snapshot
-def runs_identity(folder: Path, reference: str) -> str:
+def runs_identity(folder: Path, reference: str, others: tuple[str, ...] = ()) -> str:
     """What names a snapshot's run set: the SHA-256 of its per-seed, per-class test accuracies of the
-    reference and MR² (default variants; per_class.csv), so two snapshots share a row only when they hold
-    the same runs' numbers, never because their Δs agree. "" without per_class.csv."""
+    reference and MR² (and of ``others``; default variants; per_class.csv), so two snapshots share a row
+    only when they hold the same runs' numbers, never because their Δs agree. "" without per_class.csv."""
     path = folder / "per_class.csv"
     if not path.is_file():
         return ""
     frame = pd.read_csv(path, usecols=lambda c: c in ("dataset", "method", "variant", "seed", "class", "accuracy"))
     if not {"method", "variant", "seed", "class", "accuracy"} <= set(frame):
         return ""
-    frame = frame[frame["method"].isin([reference, MR2]) & frame["variant"].eq(DEFAULT_VARIANT)]
+    frame = frame[frame["method"].isin([reference, MR2, *others]) & frame["variant"].eq(DEFAULT_VARIANT)]
     frame = frame.sort_values(["method", "seed", "class"], kind="stable")
     text = "\n".join(f"{m},{s},{c},{a:.9f}" for m, s, c, a in
                      zip(frame["method"], frame["seed"], frame["class"], frame["accuracy"].astype(float)))
@@ -174,7 +175,7 @@ def snapshot_verdicts(root: str | Path) -> pd.DataFrame:
 def snapshot_primaries(root: str | Path) -> list[dict]:
     """The primary test (``verdicts.primary_result``) of every snapshot under ``root`` holding a
     primary.json (the config's ``primary`` declaration, written by ``mr2 table``), with its snapshot's
-    name, config and CPU."""
+    name, config and CPU; one test per run set (``one_primary_per_run_set``)."""
     out = []
     for folder in sorted(p for p in Path(root).iterdir() if (p / PRIMARY_FILE).is_file()):
         declared = json.loads((folder / PRIMARY_FILE).read_text(encoding="utf-8"))
@@ -190,9 +191,40 @@ def snapshot_primaries(root: str | Path) -> list[dict]:
             config = (str(settings["config"].iloc[0]) if settings is not None and "config" in settings
                       and len(settings) else folder.name)
             out.append({**result, "snapshot": folder.name, "config": config,
+                        "identity": runs_identity(folder, reference, tuple(declared.get("controls", ()))),
                         "cpu": str(row["cpu"].iloc[0]) if len(row) else NOT_RECORDED,
                         **{k: row[k].iloc[0] for k in ("data", "model", "regime") if len(row) and k in row}})
-    return out
+    return one_primary_per_run_set(out)
+
+
+def one_primary_per_run_set(primaries: list[dict]) -> list[dict]:
+    """The primary tests with each test of one run set once: snapshots that declare the same test (dataset,
+    group, method, controls) on the same runs (the same ``identity``: the per-seed numbers of the
+    reference, MR² and the controls) give one primary test naming every snapshot and config, its word
+    from the first of them (in snapshot order) that judges it, as ``one_row_per_run_set`` takes a row's.
+    Tests without an identity stay as they are."""
+    out: list[dict] = []
+    groups: dict[tuple, list[dict]] = {}
+    for p in primaries:
+        key = (p.get("identity", ""), p["dataset"], p["group"], p["method"], p["controls"])
+        if not p.get("identity"):
+            out.append(dict(p))
+            continue
+        if key not in groups:
+            groups[key] = []
+            out.append(groups[key])  # its place among the tests: where its first snapshot stands
+        groups[key].append(p)
+    merged = []
+    for item in out:
+        if isinstance(item, dict):
+            merged.append(item)
+            continue
+        judged = [p for p in item if p["word"] != NOT_JUDGED]
+        first = dict((judged or item)[0])
+        first["snapshot"] = ", ".join(p["snapshot"] for p in item)
+        first["config"] = ", ".join(dict.fromkeys(p["config"] for p in item))
+        merged.append(first)
+    return merged
 
 
 # ----------------------------------------------------------------------------- one row per run set

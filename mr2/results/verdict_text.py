@@ -82,10 +82,11 @@ def _delta(d: dict) -> str:
 # ----------------------------------------------------------------------------- the primary test
 def primary_line(p: dict, link: str | None = None) -> str:
     """The primary test in one line: where it was declared, what it compares, its Δ and word."""
-    where = f"[{_cell(p['snapshot'])}]({link}/{p['snapshot']}/)" if link is not None else _cell(p["snapshot"])
+    where = _snapshot_links({"snapshot": p["snapshot"]}, link)
     word = (f"**{NOT_JUDGED}: {_text(p['reason'])}**" if p["word"] == NOT_JUDGED
             else f"**{shown_word(p['word'], p['effect_of_interest'])}**")
-    return (f"**Primary test** (declared in `{_cell(p['config'])}` before its runs; {_cell(p['dataset'])}, "
+    configs = ", ".join(f"`{_cell(c.strip())}`" for c in str(p["config"]).split(","))
+    return (f"**Primary test** (declared in {configs} before its runs; {_cell(p['dataset'])}, "
             f"{_cell(p['cpu'])}, {where}): {GROUP_NAMES.get(p['group'], p['group'])}, MR² − {_cell(p['control'])} "
             f"(the better of {_cell(p['controls'])}) = {_delta(p)} points, {p['n_paired']} paired seeds: {word}. "
             "Tested alone at the 95 % level; every other word is secondary.")
