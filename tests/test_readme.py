@@ -600,7 +600,8 @@ def test_the_controls_tuning_quoted_on_the_results_page_is_its_record():
     ("tuned-controls-mnist1d/tune/mnist1d", "### MNIST-1D against equally tuned controls",
      "<!-- results:tuned-controls-mnist1d -->", "mr2"),
     ("tuned-controls-baselines/tune/fashion_mnist", "#### The baselines beside the equally tuned controls", "\n### ",
-     "dro")])
+     "dro"),
+    ("tuned-controls-spread/tune/fashion_mnist", "### MR² fed the spread against the same controls", "\n## ", "mr2")])
 def test_a_tuning_stage_quoted_on_the_results_page_is_its_record(snapshot, heading, end, method):
     """A docs/results.md section on a tuning stage: each chosen option it quotes, each "(validation hard
     x)" of a chosen trial, and how many of ``method``'s trials the claim rule admitted ("n of its m
@@ -660,3 +661,23 @@ def test_the_controls_margins_quoted_on_the_results_page_are_the_snapshots():
     lo, hi = t_interval(rho)
     found = re.search(r"ρ\(γ_k, MR² - temperature\) = ([+-]\d\.\d\d) \[([+-]\d\.\d\d), ([+-]\d\.\d\d)\]", section)
     assert found.groups() == tuple(f"{x:+.2f}" for x in (rho.mean(), lo, hi))
+
+
+def test_the_spread_fed_trials_are_compared_with_mr2s_own_trial_by_trial():
+    """docs/results.md's pairing of the spread-fed MR²'s trials with MR²'s in config/tuned-controls.yaml:
+    the same options trial by trial, and the mean, largest loss and largest gain of the validation hard
+    group that it quotes, recomputed from the two committed tuning.csv files."""
+    spread = pd.read_csv(ROOT / "docs/results/tuned-controls-spread/tune/fashion_mnist/tuning.csv")
+    paper = pd.read_csv(ROOT / "docs/results/tuned-controls/tune/fashion_mnist/tuning.csv")
+    pairs = spread[spread["method"].eq("mr2")].merge(paper[paper["method"].eq("mr2")], on=["trial", "options"],
+                                                      suffixes=("_spread", "_a"))
+    assert len(pairs) == 8  # every trial drew the same c̄ and λ
+    d = pairs["hard_spread"] - pairs["hard_a"]
+    text = " ".join(PAGE.read_text().split())
+    section = text[text.index("### MR² fed the spread against the same controls"):]
+    found = re.search(r"validation hard group is (\d\.\d) points (lower|higher) on average over the 8 trials "
+                      r"\(from (\d\.\d) lower to (\d\.\d) higher\)", section)
+    assert found, "the pairing sentence"
+    mean, way, low, high = found.groups()
+    assert (mean, way) == (f"{abs(d.mean()):.1f}", "lower" if d.mean() < 0 else "higher")
+    assert (low, high) == (f"{-d.min():.1f}", f"{d.max():.1f}")
