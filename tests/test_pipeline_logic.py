@@ -100,6 +100,21 @@ def test_a_baselines_config_reuses_its_twins_erm_and_mr2_runs(baselines, twin):
                     plan.run_hash(b, SCHEMA, dataset, method, "default", chosen), (dataset, method, options)
 
 
+def test_the_spread_fed_config_reuses_the_controls_runs_and_trains_its_own_mr2():
+    """config/tuned-controls-spread.yaml says its ERM, tuned ERM and temperature are config/tuned-controls.yaml's
+    runs (the same folders, trials and checks included) and only MR², fed the spread, trains anew."""
+    a, b = shipped("tuned-controls-spread"), shipped("tuned-controls")
+    assert a["tune"]["space"] == b["tune"]["space"] and a["convergence"] == b["convergence"]
+    chosen = first_trial_chosen(b)
+    for dataset in ("fashion_mnist", "fashion_mnist.x4"):
+        for method in ("erm", "erm_tuned", "ce_temperature", "mr2"):
+            variants = ["default"] + ([f"trial{i}" for i in range(8)] if method != "erm" and ".x" not in dataset else [])
+            for variant in variants:
+                same = (plan.run_hash(a, SCHEMA, dataset, method, variant, chosen)
+                        == plan.run_hash(b, SCHEMA, dataset, method, variant, chosen))
+                assert same == (method != "mr2"), (dataset, method, variant)
+
+
 def test_the_hash_ignores_the_seed_and_follows_every_setting():
     config = smoke()
     a = plan.run_config(config, SCHEMA, "fashion_mnist", "mr2", "default", 0)
