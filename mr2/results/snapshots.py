@@ -203,26 +203,16 @@ def one_primary_per_run_set(primaries: list[dict]) -> list[dict]:
     reference, MR² and the controls) give one primary test naming every snapshot and config, its word
     from the first of them (in snapshot order) that judges it, as ``one_row_per_run_set`` takes a row's.
     Tests without an identity stay as they are."""
-    out: list[dict] = []
-    groups: dict[tuple, list[dict]] = {}
-    for p in primaries:
-        key = (p.get("identity", ""), p["dataset"], p["group"], p["method"], p["controls"])
-        if not p.get("identity"):
-            out.append(dict(p))
-            continue
-        if key not in groups:
-            groups[key] = []
-            out.append(groups[key])  # its place among the tests: where its first snapshot stands
-        groups[key].append(p)
+    groups: dict[tuple, list[dict]] = {}  # in the order of each group's first snapshot
+    for i, p in enumerate(primaries):
+        key = (p["identity"], p["dataset"], p["group"], p["method"], p["controls"]) if p.get("identity") else (i,)
+        groups.setdefault(key, []).append(p)
     merged = []
-    for item in out:
-        if isinstance(item, dict):
-            merged.append(item)
-            continue
-        judged = [p for p in item if p["word"] != NOT_JUDGED]
-        first = dict((judged or item)[0])
-        first["snapshot"] = ", ".join(p["snapshot"] for p in item)
-        first["config"] = ", ".join(dict.fromkeys(p["config"] for p in item))
+    for same in groups.values():
+        judged = [p for p in same if p["word"] != NOT_JUDGED]
+        first = dict((judged or same)[0])
+        first["snapshot"] = ", ".join(p["snapshot"] for p in same)
+        first["config"] = ", ".join(dict.fromkeys(p["config"] for p in same))
         merged.append(first)
     return merged
 

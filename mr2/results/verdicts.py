@@ -81,20 +81,17 @@ def code_text(runs: pd.DataFrame) -> str:
 
 
 def mr2_variant_text(runs: pd.DataFrame) -> str:
-    """MR²'s options that differ from the paper's (``MR2_PAPER_OPTIONS``) in a setting's default-variant
-    runs, as a reader names the variant: "statistic=spread"; "" for the paper's MR², for runs without MR²
-    and for runs tables that predate the options' columns."""
+    """MR²'s options that differ from the paper's (``MR2_PAPER_OPTIONS``) in a setting's runs (its default
+    variants, as ``settings_table`` passes them), as a reader names the variant: "statistic=spread"; ""
+    for the paper's MR², for runs without MR² and for runs tables that predate the options' columns."""
     mine = runs[runs["method"].eq(MR2)] if "method" in runs else runs.iloc[:0]
-    if "variant" in mine:
-        mine = mine[mine["variant"].eq(DEFAULT_VARIANT)]
     shown = []
     for name, paper in MR2_PAPER_OPTIONS.items():
         column = f"config.method.options.{name}"
-        values = mine[column].dropna().unique() if column in mine else []
-        differs = [v for v in values if str(v) != str(paper) and not (
-            isinstance(paper, (int, float)) and pd.notna(pd.to_numeric(v, errors="coerce"))
-            and float(v) == float(paper))]
-        shown += [f"{name}={v:g}" if isinstance(v, float) else f"{name}={v}" for v in differs]
+        for v in (mine[column].dropna().unique() if column in mine else []):
+            same = (pd.to_numeric(v, errors="coerce") == paper) if isinstance(paper, (int, float)) else str(v) == paper
+            if not same:
+                shown.append(f"{name}={v:g}" if isinstance(v, float) else f"{name}={v}")
     return ", ".join(shown)
 
 
