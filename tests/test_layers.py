@@ -6,7 +6,8 @@ beside the engine on ``mr2.common`` alone, and so does ``mr2.pipeline``, the wor
 imports only the standard library, YAML and jsonschema (the workflow parses without torch or pandas); ``mr2.cli`` (and the package's ``__init__`` and
 ``__main__``) on top. ``theory`` stands beside the stack: its formulas (``theory.bound``,
 ``theory.corollary``) import only the method layer; ``theory.pipeline``, which evaluates the bound
-on the pipeline's tidy tables, also uses the results layer's helpers.
+on the pipeline's tidy tables, and ``theory.answers`` and ``theory.plots``, which put its numbers in
+words and figures, also use the results layer's helpers.
 """
 
 import ast
@@ -34,7 +35,8 @@ ALLOWED = {
 def layer_of(module: str) -> str:
     parts = module.split(".")
     if parts[0] == "theory":
-        return "theory.pipeline" if module in ("theory.pipeline", "theory.__main__") else "theory"
+        return "theory.pipeline" if module in ("theory.pipeline", "theory.answers", "theory.plots",
+                                               "theory.__main__") else "theory"
     if len(parts) > 1 and parts[1] in ("common", "method", "engine", "results", "pipeline"):
         return parts[1]
     return "cli"  # mr2, mr2.cli, mr2.__main__

@@ -485,7 +485,7 @@ def test_corollary_and_complexity_sentences_say_what_planted_runs_hold():
     """Three seeds of Corollary 1's γ and of equal margins: e = 0.333 with 1/3 inside its interval (zero
     width at 1/3), MR²'s spread, the hard/easy ratio "smaller" when the hard classes have the smaller
     a_k, and the complexity term over ERM's."""
-    from theory.pipeline import complexity_sentences, corollary_sentences
+    from theory.answers import complexity_sentences, corollary_sentences
     from theory.trained import margin_terms
 
     rows = []

@@ -221,7 +221,8 @@ def test_script_in_the_theory_section_or_the_pasted_results_table_is_inert(tmp_p
     from mr2.results import tables as results
     from mr2.results.groups import difficulty_table
     from mr2.results.report import write_report
-    from theory.pipeline import bound_markdown, bound_table
+    from theory.answers import bound_markdown
+    from theory.pipeline import bound_table
 
     import torch
     from test_theory_pipeline import fake_runs

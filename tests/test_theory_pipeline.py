@@ -19,7 +19,7 @@ from mr2.engine.evaluate import affine_map
 from mr2.results.plotting import method_colour
 from mr2.method.losses.margin_ce import logit_margin_cross_entropy
 from mr2.engine.models.heads import CosineHead, LinearHead
-from theory import pipeline
+from theory import answers, pipeline, plots
 from theory.__main__ import main
 from theory.bound import class_variability, evaluate_bound, trained_margins, weight_norm
 from theory.corollary import minimum_value
@@ -146,7 +146,7 @@ def test_c_bar_view_has_one_row_per_configured_c_bar_of_the_sweep(gen):
     default = table[table["variant"] == "default"]
     assert view.loc[0, "bound"] == pytest.approx(default["bound"].mean())
     assert list(pipeline.c_bar_view(table, "mr2")["runs"]) == [4, 2]  # without the runs table, every variant
-    fig = pipeline.plot_terms_vs_c_bar(table, "mr2", runs)
+    fig = plots.plot_terms_vs_c_bar(table, "mr2", runs)
     ax = fig.axes[0]
     assert all(list(line.get_xdata()) == [1.0, 2.0] for line in ax.get_lines() if len(line.get_xdata()) > 1)
     assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == ["1", "2"]
@@ -172,7 +172,7 @@ def test_margin_sum_shares_name_the_classes_and_add_up(gen):
     # Σ_k (a_k + 1)/γ_k² of each run is the table's margin_sum
     c = made[0][1]
     assert ((c["a"] + 1) / c["gamma"] ** 2).sum() == pytest.approx(table.loc[0, "margin_sum"])
-    fig = pipeline.plot_margin_sum_shares(shares)
+    fig = plots.plot_margin_sum_shares(shares)
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == list(shares[shares["method"] == "erm"]["class_name"])
     assert [ax.get_title() for ax in fig.axes] == ["toy: erm", "toy: mr2"]
     plt.close(fig)
@@ -236,7 +236,7 @@ def test_markdown_counts_what_the_table_says(gen):
     table = pipeline.bound_table(pd.DataFrame([r for r, _, _ in rows]), pd.concat([c for _, c, _ in rows]))
     table.loc[0, ["bound", "holds"]] = [0.0, False]
     table.loc[1, "complexity_ratio"] = 1.2
-    md = pipeline.bound_markdown(table)
+    md = answers.bound_markdown(table)
     assert "| toy | erm |" in md and "| toy | mr2 |" in md
     assert "holds on 3 of 4 runs" in md and "**larger** on some runs" in md
 
@@ -323,15 +323,15 @@ def chosen_table(gen, share=COMPLEXITY_SHARE):
 
 
 def test_numbers_are_written_with_three_significant_digits_or_an_exponent():
-    assert [pipeline._number(x) for x in (0.012345, 123.456, -0.5, 9876.0, 12345.6, -12345.6)] == [
+    assert [answers._number(x) for x in (0.012345, 123.456, -0.5, 9876.0, 12345.6, -12345.6)] == [
         "0.0123", "123", "-0.5", "9.88e+03", "1.23e+04", "-1.23e+04"]
-    assert [pipeline._number(x) for x in (math.inf, -math.inf, math.nan)] == ["inf", "-inf", "nan"]
-    assert [pipeline._number(x) for x in (9999.0, 10000.0, 10001.0)] == ["1e+04", "1.00e+04", "1.00e+04"]
+    assert [answers._number(x) for x in (math.inf, -math.inf, math.nan)] == ["inf", "-inf", "nan"]
+    assert [answers._number(x) for x in (9999.0, 10000.0, 10001.0)] == ["1e+04", "1.00e+04", "1.00e+04"]
 
 
 def test_tightness_sentences_state_the_tables_numbers(gen):
     table, runs, _ = chosen_table(gen)
-    lines = pipeline.tightness_sentences(table, "mr2", runs)
+    lines = answers.tightness_sentences(table, "mr2", runs)
     # intervals: mean ± 12.7062 · sd/√2 over two seeds. ERM: tightness 2, 20 -> 11 ± 114.4; bound 0.5, 2.0
     # -> 1.25 ± 9.53 (contains 1: not shown). MR²: tightness 3, 4 -> 3.5 ± 6.35; bound 1.5, 0.8 -> 1.15 ± 4.45
     assert lines[0] == ("Proposition 1 on the trained models, bound ÷ test error (mean over seeds [95 % t-interval]): "
@@ -353,10 +353,10 @@ def test_tightness_sentences_state_the_tables_numbers(gen):
                                "times uniform γ's")
     assert len(lines) == 5
     # ERM has one c̄ (1): the sentence says there is no sweep; a method without runs adds no dataset line
-    erm = pipeline.tightness_sentences(table, "erm", runs)
+    erm = answers.tightness_sentences(table, "erm", runs)
     assert erm[3].startswith("toy: the results hold no c̄ sweep of erm (one c̄, 1); the c̄ view is the analytical "
                              "curve of one trained model")
-    assert len(pipeline.tightness_sentences(table, "lff", runs)) == 4
+    assert len(answers.tightness_sentences(table, "lff", runs)) == 4
 
 
 def test_tightness_sentences_per_dataset(gen):
@@ -372,7 +372,7 @@ def test_tightness_sentences_per_dataset(gen):
     both = pd.concat([table, extra, alpha], ignore_index=True)
     both.loc[0, "bound"] = 1.0  # exactly 1: not above it
     runs = pd.concat([runs, runs.iloc[2:4].assign(dataset="alpha")], ignore_index=True)
-    lines = pipeline.tightness_sentences(both, runs=runs)
+    lines = answers.tightness_sentences(both, runs=runs)
     # default variants only: toy's ERM and MR², then alpha's MR²; ERM's bounds 1.0 and 2.0, one above 1
     assert lines[0].startswith("Proposition 1 on the trained models, bound ÷ test error (mean over seeds [95 % "
                                "t-interval]): toy: ERM ") and "; above 1 on 1 of 2 runs); MR² 3.5 [" in lines[0]
@@ -394,7 +394,7 @@ def test_tightness_sentences_per_dataset(gen):
     ([3.0], "vacuous or not: undetermined (too few seeds for an interval)"),
 ])
 def test_a_bound_is_called_vacuous_only_when_its_interval_lies_above_one(bounds, word):
-    assert pipeline.vacuous_word(pd.Series(bounds)) == word
+    assert answers.vacuous_word(pd.Series(bounds)) == word
 
 
 def test_the_tightness_line_of_real_sized_bounds(gen):
@@ -406,10 +406,10 @@ def test_the_tightness_line_of_real_sized_bounds(gen):
         bound=[30.0, 40.0, 35.0], test_error=[0.3, 0.4, 0.35], tightness=[100.0, 100.0, 100.0])
     swept = table[table["variant"] != "default"]
     # tightness 100 on every seed: no spread, shown as its degenerate interval; bound 35 ± 4.3027 · 5/√3
-    assert pipeline.tightness_line(pd.concat([three, swept])) == (
+    assert answers.tightness_line(pd.concat([three, swept])) == (
         "Proposition 1 on the trained models, bound ÷ test error (mean over seeds [95 % t-interval]): toy: ERM 100 "
         "[100, 100], vacuous (bound 35 [22.6, 47.4]; above 1 on 3 of 3 runs).")
-    assert pipeline.tightness_line(swept) == ("Proposition 1: no default-variant run in the bound table, so no "
+    assert answers.tightness_line(swept) == ("Proposition 1: no default-variant run in the bound table, so no "
                                               "tightness to state.")
 
 
@@ -418,7 +418,7 @@ def test_the_tightness_line_of_real_sized_bounds(gen):
                                            (0.51, "the looseness is the complexity term's.")])
 def test_the_looser_term_is_named_by_its_median_share(gen, share, ending):
     table, runs, _ = chosen_table(gen, share=[share] * 6)
-    line = pipeline.tightness_sentences(table, "mr2", runs)[2]
+    line = answers.tightness_sentences(table, "mr2", runs)[2]
     pct = f"{100 * share:g}"
     assert line == f"The complexity term makes up {pct} % of the bound (median over runs; {pct} to {pct} %): {ending}"
 
@@ -428,7 +428,7 @@ def test_markdown_rows_are_the_means_over_seeds(gen, norm, norm_text):
     runs, per_class = sweep_runs(gen)
     table = pipeline.bound_table(runs, per_class, norm=norm, c=0.7, delta=0.01)
     table["holds"] = HOLDS
-    md = pipeline.bound_markdown(table)
+    md = answers.bound_markdown(table)
     assert f"{norm_text} of the trained head" in md and "c = 0.7, δ = 0.01;" in md
     rows = [line for line in md.splitlines() if line.startswith("| toy |")]
     assert len(rows) == 3
@@ -442,7 +442,7 @@ def test_markdown_rows_are_the_means_over_seeds(gen, norm, norm_text):
         assert cells[9] == f"{sum(HOLDS[i] for i in idx)}/2"
         assert cells[10] == f"{sum(table.loc[i, 'complexity_ratio'] for i in idx) / 2:.3f}"
     # the rows keep the table's order of runs, not an alphabetical one
-    reordered = pipeline.bound_markdown(table.iloc[[2, 3, 4, 5, 0, 1]])
+    reordered = answers.bound_markdown(table.iloc[[2, 3, 4, 5, 0, 1]])
     assert [line.split("|")[2].strip() for line in reordered.splitlines() if line.startswith("| toy |")] == [
         "mr2", "mr2 (c_bar=2.0)", "erm"]
     share = 100 * np.median([table.loc[i, "complexity_term"] / table.loc[i, "bound"] for i in range(6)])
@@ -454,7 +454,7 @@ def test_markdown_rows_are_the_means_over_seeds(gen, norm, norm_text):
 def test_markdown_of_one_run_is_a_table_with_its_heading(gen):
     run, classes, _ = fake_run(gen)
     table = pipeline.bound_table(pd.DataFrame([run]), classes, norm="frobenius", c=0.5, delta=0.2)
-    md = pipeline.bound_markdown(table)
+    md = answers.bound_markdown(table)
     lines = md.split("\n")
     assert lines[0] == "## Theory: Proposition 1 on the trained models" and lines[1] == ""
     assert "Λ = ‖[W b]‖_F of the trained head" in md and "c = 0.5, δ = 0.2;" in md
@@ -470,10 +470,10 @@ def test_markdown_tolerates_rounding_but_not_a_larger_ratio(gen):
     table["complexity_ratio"] = [1.0 + 1e-10] * 6
     table.loc[5, "complexity_ratio"] = 1.0 + 1e-9  # the tolerance itself is still "never larger"
     table.loc[0, "bound"] = 1.0  # a bound of exactly 1 is not vacuous
-    md = pipeline.bound_markdown(table)
+    md = answers.bound_markdown(table)
     assert "never larger than uniform γ" in md and "is vacuous (above 1, so it holds trivially) on 3 of 6" in md
     table.loc[3, "complexity_ratio"] = 1.001
-    md = pipeline.bound_markdown(table)
+    md = answers.bound_markdown(table)
     assert "**larger** on some runs than uniform γ" in md and "(ratio 1.000 to 1.001)" in md
 
 
@@ -482,7 +482,7 @@ def test_bound_terms_figure_draws_each_terms_mean_and_clipped_sd(gen):
     table = pd.concat([table, table.assign(dataset="toy2", bound=table["bound"] * 2)], ignore_index=True)
     table.loc[[0, 1], "test_error"] = 0.0  # ERM's mean test error 0: not drawn on a log axis
     table.loc[4, "confidence_term"] = 100.0  # a spread larger than the mean: the bar stops above 0
-    fig = pipeline.plot_bound_terms(table)
+    fig = plots.plot_bound_terms(table)
     axes = fig.axes
     assert [ax.get_title() for ax in axes] == ["toy", "toy2"]
     labels = ["ERM", "MR²", "MR² (c_bar=2.0)"]
@@ -516,7 +516,7 @@ def test_bound_terms_figure_draws_each_terms_mean_and_clipped_sd(gen):
 
 def test_bound_terms_of_a_single_seed_have_no_error_bar(gen):
     table, _, _ = chosen_table(gen)
-    fig = pipeline.plot_bound_terms(table.iloc[[0, 2, 3]])  # ERM: one seed, its sd undefined -> 0
+    fig = plots.plot_bound_terms(table.iloc[[0, 2, 3]])  # ERM: one seed, its sd undefined -> 0
     bars = {c.get_label(): c for c in fig.axes[0].containers}
     segments = bars[pipeline.TERM_TITLES["bound"]].lines[2][0].get_segments()
     heights = [s[1][1] - s[0][1] for s in segments]
@@ -562,7 +562,7 @@ def test_complexity_curve_takes_a_as_given_unless_told_of_a_bias():
 
 def test_complexity_curve_figure_draws_both_curves(gen):
     curve = pipeline.complexity_curve(np.array([1.0, 4.0, 27.0]), 2.0, 50, [0.5, 1.0, 2.0])
-    fig = pipeline.plot_complexity_curve(curve)
+    fig = plots.plot_complexity_curve(curve)
     ax = fig.axes[0]
     lines = {ln.get_label(): ln for ln in ax.get_lines()}
     uniform, mr2 = lines[r"uniform $\gamma_k = \bar{c}$"], lines[r"MR² $\gamma_k$ (Corollary 1)"]
@@ -601,7 +601,7 @@ def test_the_c_bar_views_default_to_mr2_and_draw_the_means_over_seeds(gen):
     # the sweep's runs only (an MR² run of another option at c̄ = 1 would change the means)
     other = table.iloc[[2]].assign(variant="lam=0.3", bound=100.0)
     extra_run = runs.iloc[[2]].assign(variant="lam=0.3", **{"config.tags.sweep": "lam"})
-    fig = pipeline.plot_terms_vs_c_bar(pd.concat([table, other]), runs=pd.concat([runs, extra_run]))
+    fig = plots.plot_terms_vs_c_bar(pd.concat([table, other]), runs=pd.concat([runs, extra_run]))
     lines = [np.asarray(ln.get_ydata(), float) for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 2]
     for term in [*pipeline.TERMS, "bound"]:
         want = [table.loc[[2, 3], term].mean(), table.loc[[4, 5], term].mean()]
@@ -613,14 +613,14 @@ def test_the_c_bar_views_default_to_mr2_and_draw_the_means_over_seeds(gen):
     drawn = [ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 2]
     # one line per term, each in its own grey with its own marker and dashes, in the legend by title
     assert len(drawn) == 5 and len({to_hex(ln.get_color()) for ln in drawn}) == 5
-    assert {to_hex(ln.get_color()) for ln in drawn} == {to_hex(c) for c, _ in pipeline.TERM_STYLES.values()}
+    assert {to_hex(ln.get_color()) for ln in drawn} == {to_hex(c) for c, _ in plots.TERM_STYLES.values()}
     assert len({ln.get_marker() for ln in drawn}) == 5 and len({ln.get_linestyle() for ln in drawn}) > 1
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert legend == list(pipeline.TERM_TITLES.values())
-    two = pipeline.plot_terms_vs_c_bar(table.assign(dataset="a").pipe(lambda t: pd.concat([table, t])),
+    two = plots.plot_terms_vs_c_bar(table.assign(dataset="a").pipe(lambda t: pd.concat([table, t])),
                                        runs=pd.concat([runs, runs.assign(dataset="a")]))
     assert [ax.get_legend() is not None for ax in two.axes] == [False, True]  # one legend, beside the last panel
-    nothing = pipeline.plot_terms_vs_c_bar(table, "lff", runs)
+    nothing = plots.plot_terms_vs_c_bar(table, "lff", runs)
     assert [t.get_text() for t in nothing.axes[0].texts] == ["no runs of lff"] and len(nothing.axes) == 1
 
 
@@ -638,7 +638,7 @@ def test_margin_sum_shares_figure_keeps_one_class_order_and_the_variant(gen):
     assert shares[shares["method"] == "erm"].set_index("class")["share"].to_dict() == pytest.approx(
         dict(enumerate(term / term.sum())))
     other = shares.assign(variant="lam=0", share=0.5)  # another variant: not drawn
-    fig = pipeline.plot_margin_sum_shares(pd.concat([shares, other]))
+    fig = plots.plot_margin_sum_shares(pd.concat([shares, other]))
     assert fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2, 2)
     assert not fig.axes[3].axison and len(fig.axes) == 4
     order = list(shares[shares["method"] == "erm"]["class"])  # ERM's, largest share first
@@ -650,7 +650,7 @@ def test_margin_sum_shares_figure_keeps_one_class_order_and_the_variant(gen):
         assert len(equal) == 1 and list(equal[0].get_ydata()) == [100 / K, 100 / K]
         assert ax.get_title() == f"toy: {method}" and "largest share of erm first" in ax.get_xlabel()
         assert {to_hex(p.get_facecolor()) for p in ax.patches} == {to_hex(method_colour(method))}
-    empty = pipeline.plot_margin_sum_shares(shares.iloc[:0])
+    empty = plots.plot_margin_sum_shares(shares.iloc[:0])
     assert [t.get_text() for t in empty.axes[0].texts] == ["no runs"]
 
 
@@ -659,7 +659,7 @@ def test_many_classes_put_one_share_panel_per_row(gen, k, columns):
     frame = pd.DataFrame({"dataset": "big", "method": np.repeat(["erm", "mr2"], k), "variant": "default",
                           "class": np.tile(range(k), 2), "class_name": [f"c{i}" for i in range(k)] * 2,
                           "a": 1.0, "gamma": 1.0, "share": 1.0 / k})
-    fig = pipeline.plot_margin_sum_shares(frame)
+    fig = plots.plot_margin_sum_shares(frame)
     assert fig.axes[0].get_subplotspec().get_gridspec().get_geometry() == (2 // columns, columns)
 
 
@@ -691,7 +691,7 @@ def test_command_line_in_process_writes_table_section_and_figure(gen, tmp_path, 
     assert main(argv) == 0
     table = pipeline.bound_table(*pipeline.read_tables(tmp_path), norm="frobenius", c=0.5, delta=0.1)
     pd.testing.assert_frame_equal(pd.read_csv(out), table, check_dtype=False)
-    assert md.read_text() == pipeline.bound_markdown(table)
+    assert md.read_text() == answers.bound_markdown(table)
     for ext in ("png", "pdf"):
         assert (tmp_path / "f" / f"terms.{ext}").stat().st_size > 1000
     assert capsys.readouterr().out.strip() == f"[theory bound] 6 runs -> {out}; holds on {int(table['holds'].sum())}"

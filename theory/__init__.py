@@ -3,8 +3,10 @@ checks with negative controls, numeric cross-check) and Proposition 1 (``bound``
 terms evaluated for a trained model). These import only mr2's method layer (margins, stats,
 losses.margin_ce). ``theory.trained`` checks Corollary 1 on trained models from their per-class table
 alone (no Λ: a snapshot that kept no runs table will do). ``theory.pipeline`` evaluates the bound on
-the pipeline's trained models from their tidy tables (``python -m theory bound``) and uses the results
-layer's helpers for its table, figures, files and sentences (``tests/test_layers.py`` holds both rules)."""
+the pipeline's trained models from their tidy tables (``python -m theory bound``); ``theory.answers``
+puts its numbers and ``theory.trained``'s in words, ``theory.plots`` draws them. These three use the
+results layer's helpers for their tables, figures, files and sentences (``tests/test_layers.py`` holds
+both rules)."""
 
 from .bound import (
     BoundReport,

@@ -34,16 +34,16 @@ def main(argv: list[str] | None = None) -> int:
     matplotlib.use("Agg")
     from mr2.results.plotting import save_figure
 
-    from . import pipeline
+    from . import answers, pipeline, plots
 
     try:
         runs, per_class = pipeline.read_tables(args.tables)
         table = pipeline.bound_table(runs, per_class, norm=args.norm, c=args.c, delta=args.delta)
         pipeline.write_text(table.to_csv(index=False), args.out)
         if args.figure:
-            save_figure(pipeline.plot_bound_terms(table), args.figure)
+            save_figure(plots.plot_bound_terms(table), args.figure)
         if args.markdown:
-            pipeline.write_text(pipeline.bound_markdown(table), args.markdown)
+            pipeline.write_text(answers.bound_markdown(table), args.markdown)
     except (ValueError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
