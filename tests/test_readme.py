@@ -479,14 +479,44 @@ def deltas(a: pd.Series, b: pd.Series) -> set[tuple[str, str, str]]:
     return {(sign(d.mean()), sign(lo), sign(hi)) for lo, hi in (t_interval(d), t_interval(d, 0.90))}
 
 
+def same_draws(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    """Two snapshots' per-class rows of one dataset key hold the same ERM runs (every seed's every class
+    at the same accuracy): their methods trained on the same draws and pair by seed."""
+    def erm(pc):
+        return pc[pc["method"].eq("erm") & pc["variant"].eq("default")].sort_values(["seed", "class"])[
+            ["seed", "class", "accuracy"]].reset_index(drop=True)
+    return len(erm(a)) > 0 and erm(a).equals(erm(b))
+
+
+def paired_across_snapshots() -> set[tuple[str, str, str]]:
+    """The paired Δs between two snapshots that share their ERM runs (config/tuned-controls-spread.yaml
+    reuses config/tuned-controls.yaml's): each method of one against each of the other, on each group
+    of the first's groups, by seed."""
+    seen: set[tuple[str, str, str]] = set()
+    snaps = {snap: pd.read_csv(snap / "per_class.csv") for snap in snapshot_folders()}
+    for (a, pa), (b, pb) in itertools.permutations(snaps.items(), 2):
+        groups = pd.read_csv(a / "groups.csv")
+        for key in set(pa["dataset"]) & set(pb["dataset"]):
+            here, there = pa[pa["dataset"].eq(key)], pb[pb["dataset"].eq(key)]
+            if not same_draws(here, there):
+                continue
+            by_class = groups[groups["dataset"].eq(key)].set_index("class")["group"]
+            mine, theirs = group_tables(here, by_class), group_tables(there, by_class)
+            for name, t in mine.items():
+                for m, o in itertools.product(t.columns, theirs[name].columns):
+                    seen |= deltas(t[m], theirs[name][o])
+    return seen
+
+
 def every_paired_delta() -> set[tuple[str, str, str]]:
     """Every paired Δ [interval] a page may quote, recomputed with pandas and scipy from the per-seed
     per-class tables of every snapshot: each two methods (any variant) on each group of each dataset key
     (the snapshot's groups; on long-tailed data also the many/medium/few-shot classes by training count),
-    each method at factor× its epochs against itself, and each group ranked on ERM's other seeds."""
+    each method at factor× its epochs against itself, each group ranked on ERM's other seeds, and each
+    two methods of two snapshots that share their ERM runs (``paired_across_snapshots``)."""
     from mr2.results.groups import held_out_group_accuracy
 
-    seen: set[tuple[str, str, str]] = set()
+    seen: set[tuple[str, str, str]] = paired_across_snapshots()
     for snap in snapshot_folders():
         pc = pd.read_csv(snap / "per_class.csv")
         groups = pd.read_csv(snap / "groups.csv")
@@ -601,7 +631,8 @@ def test_the_controls_tuning_quoted_on_the_results_page_is_its_record():
      "<!-- results:tuned-controls-mnist1d -->", "mr2"),
     ("tuned-controls-baselines/tune/fashion_mnist", "#### The baselines beside the equally tuned controls", "\n### ",
      "dro"),
-    ("tuned-controls-spread/tune/fashion_mnist", "### MR² fed the spread against the same controls", "\n## ", "mr2")])
+    ("tuned-controls-spread/tune/fashion_mnist", "### MR² fed the spread against the same controls",
+     "<!-- results:tuned-controls-spread -->", "mr2")])
 def test_a_tuning_stage_quoted_on_the_results_page_is_its_record(snapshot, heading, end, method):
     """A docs/results.md section on a tuning stage: each chosen option it quotes, each "(validation hard
     x)" of a chosen trial, and how many of ``method``'s trials the claim rule admitted ("n of its m
@@ -681,3 +712,54 @@ def test_the_spread_fed_trials_are_compared_with_mr2s_own_trial_by_trial():
     mean, way, low, high = found.groups()
     assert (mean, way) == (f"{abs(d.mean()):.1f}", "lower" if d.mean() < 0 else "higher")
     assert (low, high) == (f"{-d.min():.1f}", f"{d.max():.1f}")
+
+
+def test_the_spread_fed_margins_quoted_on_the_results_page_are_the_snapshots():
+    """docs/results.md's reading of the spread-fed MR²'s final runs, read by pattern from its section and
+    recomputed with pandas and scipy from the snapshot's per-class table: the range of the class means
+    of γ_k, its ± half-range over their mean, the hard classes' range, the two classes with the largest
+    γ_k and their groups, and the per-seed Spearman ρ (mean [95 % t-interval]) between ERM's error and
+    γ_k, between ERM's error and ‖ŝ_k‖² of MR²'s and of ERM's features, and between γ_k and MR² −
+    ce_temperature."""
+    import numpy as np
+    from scipy import stats
+
+    snap = ROOT / "docs" / "results" / "tuned-controls-spread"
+    text = " ".join(PAGE.read_text().split())
+    start = text.index("### MR² fed the spread against the same controls")
+    section = text[start:text.index("<!-- results:tuned-controls-spread -->", start)].replace("−", "-")
+    pc = pd.read_csv(snap / "per_class.csv")
+    pc = pc[pc["dataset"].eq("fashion_mnist") & pc["variant"].eq("default")]
+    groups = pd.read_csv(snap / "groups.csv").query("dataset == 'fashion_mnist'").set_index("class")["group"]
+    names = pc.drop_duplicates("class").set_index("class")["class_name"]
+    table = {m: pc[pc["method"].eq(m)].pivot_table(index="seed", columns="class", values=c)
+             for m, c in (("mr2", "gamma"), ("erm", "accuracy"))}
+    means = table["mr2"].mean()
+    assert f"γ_k run from {means.min():.3f} to {means.max():.3f}" in section
+    assert f"(± {round(100 * (means.max() - means.min()) / 2 / means.mean())} % around their mean)" in section
+    hard = means[groups[groups.eq("hard")].index]
+    assert f"the hard classes' between {hard.min():.3f} and {hard.max():.3f}" in section
+    first, second, group1, group2 = re.search(r"the largest on (\S+) and (\S+) \(an? (\w+) and an? (\w+) class\)",
+                                              section).groups()
+    top = means.sort_values().index[-2:]
+    by_name = {names[c]: groups[c] for c in top}
+    assert {first: group1, second: group2} == by_name
+    error = 1 - table["erm"].mean()
+
+    def rho_text(a, b) -> str:
+        r = np.array([stats.spearmanr(a.loc[s], b.loc[s])[0] for s in a.index])
+        lo, hi = t_interval(r)
+        return " ".join(f"{x:+.2f}" for x in (r.mean(),)) + f" [{lo:+.2f}, {hi:+.2f}]"
+
+    def per_seed(method, column):
+        return pc[pc["method"].eq(method)].pivot_table(index="seed", columns="class", values=column)
+
+    errors = per_seed("mr2", "gamma").apply(lambda row: error[row.index], axis=1)
+    assert f"ρ(ERM error, γ_k) = {rho_text(errors, per_seed('mr2', 'gamma'))}" in section
+    mr2_spread = rho_text(errors, per_seed("mr2", "spread"))
+    erm_spread = rho_text(per_seed("erm", "spread").apply(lambda row: error[row.index], axis=1), per_seed("erm", "spread"))
+    assert f"features is {mr2_spread}, against {erm_spread} on ERM's" in section
+    assert f"ρ +{erm_spread.lstrip('+')} between ERM's error and ‖ŝ_k‖²" in section
+    acc = pc.pivot_table(index=["seed", "class"], columns="method", values="accuracy")
+    change = (acc["mr2"] - acc["ce_temperature"]).unstack("class").round(9)  # exact ties stay ties
+    assert f"ρ(γ_k, MR² - temperature) = {rho_text(per_seed('mr2', 'gamma')[change.columns], change)}" in section
