@@ -760,6 +760,11 @@ def test_the_spread_fed_margins_quoted_on_the_results_page_are_the_snapshots():
     erm_spread = rho_text(per_seed("erm", "spread").apply(lambda row: error[row.index], axis=1), per_seed("erm", "spread"))
     assert f"features is {mr2_spread}, against {erm_spread} on ERM's" in section
     assert f"ρ +{erm_spread.lstrip('+')} between ERM's error and ‖ŝ_k‖²" in section
+    temperature = per_seed("ce_temperature", "spread")
+    assert f"({rho_text(temperature.apply(lambda row: error[row.index], axis=1), temperature)} on ce_temperature's" \
+        in section
+    c_bar, tau = (float(x) for x in re.search(r"chose c̄ = (\d\.\d+) and λ = .*?τ = (\d\.\d+)", section).groups())
+    assert "three times that temperature's" in section and round(tau / c_bar) == 3
     acc = pc.pivot_table(index=["seed", "class"], columns="method", values="accuracy")
     change = (acc["mr2"] - acc["ce_temperature"]).unstack("class").round(9)  # exact ties stay ties
     assert f"ρ(γ_k, MR² - temperature) = {rho_text(per_seed('mr2', 'gamma')[change.columns], change)}" in section
