@@ -959,22 +959,23 @@ def test_the_paper_options_of_the_verdict_are_mr2_losses_defaults():
 
 def test_one_primary_test_per_run_set():
     """Snapshots declaring the same primary test on the same runs give one test naming both, its word from
-    the one that judges it even when it comes second; other runs, another declaration or no identity
-    keep their own line; order is kept."""
+    the one that judges it even when it comes second; other runs, another declaration, another CPU or no
+    identity keep their own line; order is kept."""
     base = {"dataset": "d", "group": "hard", "method": "mr2", "controls": "ce_temperature, erm_tuned",
-            "word": "equivalent", "reason": "", "identity": "x"}
+            "word": "equivalent", "reason": "", "identity": "x", "cpu": "AMD (x)"}
     gated = {**base, "word": rules.NOT_JUDGED, "reason": "not at convergence: dro", "snapshot": "a", "config": "ca"}
     merged = SN.one_primary_per_run_set([gated, {**base, "snapshot": "b", "config": "cb"},
                                          {**base, "identity": "y", "snapshot": "c", "config": "cc"},
                                          {**base, "identity": "", "snapshot": "e", "config": "ce"},
                                          {**base, "controls": "erm_tuned", "snapshot": "f", "config": "cf"},
-                                         {**base, "snapshot": "g", "config": "cb"}])
+                                         {**base, "snapshot": "g", "config": "cb"},
+                                         {**base, "cpu": "Intel (y)", "snapshot": "h", "config": "cb"}])
     assert [(p["snapshot"], p["config"], p["word"]) for p in merged] == [
         ("a, b, g", "ca, cb", "equivalent"), ("c", "cc", "equivalent"), ("e", "ce", "equivalent"),
-        ("f", "cf", "equivalent")]
+        ("f", "cf", "equivalent"), ("h", "cb", "equivalent")]
     alone = SN.one_primary_per_run_set([gated, {**gated, "snapshot": "b"}])
     assert [(p["snapshot"], p["word"]) for p in alone] == [("a, b", rules.NOT_JUDGED)]
-    line = VT.primary_line({**merged[0], "cpu": "AMD (x)", "control": "ce_temperature", "n_paired": 16, "diff": 0.2,
+    line = VT.primary_line({**merged[0], "control": "ce_temperature", "n_paired": 16, "diff": 0.2,
                             "diff_lo": -0.1, "diff_hi": 0.4, "effect_of_interest": 1.0}, link="docs/results")
     assert "declared in `ca`, `cb` before its runs" in line
     assert "[a](docs/results/a/), [b](docs/results/b/), [g](docs/results/g/)" in line

@@ -200,12 +200,14 @@ def snapshot_primaries(root: str | Path) -> list[dict]:
 def one_primary_per_run_set(primaries: list[dict]) -> list[dict]:
     """The primary tests with each test of one run set once: snapshots that declare the same test (dataset,
     group, method, controls) on the same runs (the same ``identity``: the per-seed numbers of the
-    reference, MR² and the controls) give one primary test naming every snapshot and config, its word
+    reference, MR² and the controls) made on the same CPU (never two vendors in one test, as never in one
+    row) give one primary test naming every snapshot and config, its word
     from the first of them (in snapshot order) that judges it, as ``one_row_per_run_set`` takes a row's.
     Tests without an identity stay as they are."""
     groups: dict[tuple, list[dict]] = {}  # in the order of each group's first snapshot
     for i, p in enumerate(primaries):
-        key = (p["identity"], p["dataset"], p["group"], p["method"], p["controls"]) if p.get("identity") else (i,)
+        key = ((p["identity"], p["cpu"], p["dataset"], p["group"], p["method"], p["controls"]) if p.get("identity")
+               else (i,))
         groups.setdefault(key, []).append(p)
     merged = []
     for same in groups.values():
