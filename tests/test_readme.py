@@ -436,6 +436,20 @@ def premise_rho(snap: Path, dataset: str):
     return rho
 
 
+def margin_change_rho(pc: pd.DataFrame) -> tuple[float, float, float]:
+    """ρ(γ_k, MR² − ce_temperature): per seed, Spearman's ρ across classes between MR²'s γ_k and its paired
+    accuracy change against the tuned temperature, from one dataset's default-variant per-class rows:
+    the mean and its 95 % t-interval over seeds."""
+    import numpy as np
+    from scipy import stats
+
+    gamma = pc[pc["method"].eq("mr2")].pivot_table(index="seed", columns="class", values="gamma")
+    acc = pc.pivot_table(index=["seed", "class"], columns="method", values="accuracy")
+    change = (acc["mr2"] - acc["ce_temperature"]).unstack("class").round(9)  # exact ties stay ties
+    rho = np.array([stats.spearmanr(gamma.loc[s, change.columns], change.loc[s])[0] for s in change.index])
+    return (rho.mean(), *t_interval(rho))
+
+
 # ----------------------------------------------------------------------------- numbers, not sentences
 DELTA = re.compile(r"([+−-]\d+\.\d) \[([+−-]\d+\.\d), ([+−-]\d+\.\d)\]")
 RHO = re.compile(r"ρ\(ERM error, (γ_k|a_k)\) = ([+−-]\d\.\d\d)")
@@ -482,10 +496,9 @@ def deltas(a: pd.Series, b: pd.Series) -> set[tuple[str, str, str]]:
 def same_draws(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     """Two snapshots' per-class rows of one dataset key hold the same ERM runs (every seed's every class
     at the same accuracy): their methods trained on the same draws and pair by seed."""
-    def erm(pc):
-        return pc[pc["method"].eq("erm") & pc["variant"].eq("default")].sort_values(["seed", "class"])[
-            ["seed", "class", "accuracy"]].reset_index(drop=True)
-    return len(erm(a)) > 0 and erm(a).equals(erm(b))
+    a, b = (pc[pc["method"].eq("erm") & pc["variant"].eq("default")].sort_values(["seed", "class"])[
+        ["seed", "class", "accuracy"]].reset_index(drop=True) for pc in (a, b))
+    return len(a) > 0 and a.equals(b)
 
 
 def paired_across_snapshots() -> set[tuple[str, str, str]]:
@@ -493,9 +506,8 @@ def paired_across_snapshots() -> set[tuple[str, str, str]]:
     reuses config/tuned-controls.yaml's): each method of one against each of the other, on each group
     of the first's groups, by seed."""
     seen: set[tuple[str, str, str]] = set()
-    snaps = {snap: pd.read_csv(snap / "per_class.csv") for snap in snapshot_folders()}
-    for (a, pa), (b, pb) in itertools.permutations(snaps.items(), 2):
-        groups = pd.read_csv(a / "groups.csv")
+    snaps = [(pd.read_csv(snap / "per_class.csv"), pd.read_csv(snap / "groups.csv")) for snap in snapshot_folders()]
+    for (pa, groups), (pb, _) in itertools.permutations(snaps, 2):
         for key in set(pa["dataset"]) & set(pb["dataset"]):
             here, there = pa[pa["dataset"].eq(key)], pb[pb["dataset"].eq(key)]
             if not same_draws(here, there):
@@ -664,10 +676,7 @@ def test_the_controls_margins_quoted_on_the_results_page_are_the_snapshots():
     pattern from the section and recomputed with pandas and scipy from the snapshots' per-class tables:
     the range of the class means of γ_k, the modulation ± half that range over their mean (this run's
     and the earlier tuned run's at c̄ = 0.302), and Spearman's ρ per seed between a class's γ_k and MR² −
-    ce_temperature on it (mean [95 % t-interval] over seeds)."""
-    import numpy as np
-    from scipy import stats
-
+    ce_temperature on it (mean [95 % t-interval] over seeds, ``margin_change_rho``)."""
     text = " ".join(PAGE.read_text().split())
     start = text.index("## MR² against equally tuned controls")
     section = text[start:text.index("<!-- results:tuned-controls -->", start)].replace("−", "-")
@@ -686,12 +695,8 @@ def test_the_controls_margins_quoted_on_the_results_page_are_the_snapshots():
     assert (low, high) == (f"{g.mean().min():.3f}", f"{g.mean().max():.3f}")
     quoted = [int(x) for x in re.findall(r"± (\d+) %", section)]
     assert quoted[:2] == [modulation(g), modulation(gammas("tuned-fashion-mnist")[1])]
-    acc = pc.pivot_table(index=["seed", "class"], columns="method", values="accuracy")
-    change = (acc["mr2"] - acc["ce_temperature"]).unstack("class").round(9)  # exact ties stay ties
-    rho = np.array([stats.spearmanr(g.loc[s, change.columns], change.loc[s])[0] for s in change.index])
-    lo, hi = t_interval(rho)
     found = re.search(r"ρ\(γ_k, MR² - temperature\) = ([+-]\d\.\d\d) \[([+-]\d\.\d\d), ([+-]\d\.\d\d)\]", section)
-    assert found.groups() == tuple(f"{x:+.2f}" for x in (rho.mean(), lo, hi))
+    assert found.groups() == tuple(f"{x:+.2f}" for x in margin_change_rho(pc))
 
 
 def test_the_spread_fed_trials_are_compared_with_mr2s_own_trial_by_trial():
@@ -719,11 +724,8 @@ def test_the_spread_fed_margins_quoted_on_the_results_page_are_the_snapshots():
     recomputed with pandas and scipy from the snapshot's per-class table: the range of the class means
     of γ_k, its ± half-range over their mean, the hard classes' range, the two classes with the largest
     γ_k and their groups, and the per-seed Spearman ρ (mean [95 % t-interval]) between ERM's error and
-    γ_k, between ERM's error and ‖ŝ_k‖² of MR²'s and of ERM's features, and between γ_k and MR² −
-    ce_temperature."""
-    import numpy as np
-    from scipy import stats
-
+    γ_k, between ERM's error and ‖ŝ_k‖² of MR²'s, ERM's and ce_temperature's features, and between γ_k
+    and MR² − ce_temperature."""
     snap = ROOT / "docs" / "results" / "tuned-controls-spread"
     text = " ".join(PAGE.read_text().split())
     start = text.index("### MR² fed the spread against the same controls")
@@ -732,9 +734,7 @@ def test_the_spread_fed_margins_quoted_on_the_results_page_are_the_snapshots():
     pc = pc[pc["dataset"].eq("fashion_mnist") & pc["variant"].eq("default")]
     groups = pd.read_csv(snap / "groups.csv").query("dataset == 'fashion_mnist'").set_index("class")["group"]
     names = pc.drop_duplicates("class").set_index("class")["class_name"]
-    table = {m: pc[pc["method"].eq(m)].pivot_table(index="seed", columns="class", values=c)
-             for m, c in (("mr2", "gamma"), ("erm", "accuracy"))}
-    means = table["mr2"].mean()
+    means = pc[pc["method"].eq("mr2")].groupby("class")["gamma"].mean()
     assert f"γ_k run from {means.min():.3f} to {means.max():.3f}" in section
     assert f"(± {round(100 * (means.max() - means.min()) / 2 / means.mean())} % around their mean)" in section
     hard = means[groups[groups.eq("hard")].index]
@@ -742,29 +742,21 @@ def test_the_spread_fed_margins_quoted_on_the_results_page_are_the_snapshots():
     first, second, group1, group2 = re.search(r"the largest on (\S+) and (\S+) \(an? (\w+) and an? (\w+) class\)",
                                               section).groups()
     top = means.sort_values().index[-2:]
-    by_name = {names[c]: groups[c] for c in top}
-    assert {first: group1, second: group2} == by_name
-    error = 1 - table["erm"].mean()
+    assert {first: group1, second: group2} == {names[c]: groups[c] for c in top}
 
-    def rho_text(a, b) -> str:
-        r = np.array([stats.spearmanr(a.loc[s], b.loc[s])[0] for s in a.index])
-        lo, hi = t_interval(r)
-        return " ".join(f"{x:+.2f}" for x in (r.mean(),)) + f" [{lo:+.2f}, {hi:+.2f}]"
+    def text_of(mean, lo, hi) -> str:
+        return f"{mean:+.2f} [{lo:+.2f}, {hi:+.2f}]"
 
-    def per_seed(method, column):
-        return pc[pc["method"].eq(method)].pivot_table(index="seed", columns="class", values=column)
-
-    errors = per_seed("mr2", "gamma").apply(lambda row: error[row.index], axis=1)
-    assert f"ρ(ERM error, γ_k) = {rho_text(errors, per_seed('mr2', 'gamma'))}" in section
-    mr2_spread = rho_text(errors, per_seed("mr2", "spread"))
-    erm_spread = rho_text(per_seed("erm", "spread").apply(lambda row: error[row.index], axis=1), per_seed("erm", "spread"))
-    assert f"features is {mr2_spread}, against {erm_spread} on ERM's" in section
-    assert f"ρ +{erm_spread.lstrip('+')} between ERM's error and ‖ŝ_k‖²" in section
-    temperature = per_seed("ce_temperature", "spread")
-    assert f"({rho_text(temperature.apply(lambda row: error[row.index], axis=1), temperature)} on ce_temperature's" \
-        in section
+    rho = premise_rho(snap, "fashion_mnist")
+    assert f"ρ(ERM error, γ_k) = {text_of(*rho('mr2', 'gamma'))}" in section
+    assert f"features is {text_of(*rho('mr2', 'spread'))}, against {text_of(*rho('erm', 'spread'))} on ERM's" in section
+    assert f"ρ {text_of(*rho('erm', 'spread'))} between ERM's error and ‖ŝ_k‖²" in section
+    assert f"({text_of(*rho('ce_temperature', 'spread'))} on ce_temperature's" in section
     c_bar, tau = (float(x) for x in re.search(r"chose c̄ = (\d\.\d+) and λ = .*?τ = (\d\.\d+)", section).groups())
     assert "three times that temperature's" in section and round(tau / c_bar) == 3
-    acc = pc.pivot_table(index=["seed", "class"], columns="method", values="accuracy")
-    change = (acc["mr2"] - acc["ce_temperature"]).unstack("class").round(9)  # exact ties stay ties
-    assert f"ρ(γ_k, MR² - temperature) = {rho_text(per_seed('mr2', 'gamma')[change.columns], change)}" in section
+    assert f"ρ(γ_k, MR² - temperature) = {text_of(*margin_change_rho(pc))}" in section
+    fed_a = ROOT / "docs" / "results" / "tuned-controls"  # its MR² fed a_k, on the same draws (same ERM runs)
+    against_a = {group: delta_text((group_by_seed(snap, "fashion_mnist", group)["mr2"]
+                                    - group_by_seed(fed_a, "fashion_mnist", group)["mr2"]).dropna().to_numpy())
+                 .replace("−", "-") for group in ("hard", "easy")}
+    assert f"hard {against_a['hard']}, easy {against_a['easy']}: which statistic" in section
